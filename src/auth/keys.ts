@@ -1,0 +1,72 @@
+import { createLocalJWKSet, exportJWK, generateKeyPair, importJWK, type JSONWebKeySet, type JWK } from "jose";
+import type { Config } from "../config";
+import { ConfigError } from "../config";
+import { randomToken } from "../util/crypto";
+
+/** The only algorithm this service signs or accepts. Pinned: verification never takes it from a token header. */
+export const SIGNING_ALG = "ES256";
+
+/** The service's signing keys: the first signs, all of them verify, so a new key can be added before the old one is retired. */
+export interface KeySet {
+  signingKey: CryptoKey;
+  signingKid: string;
+  publicJwks: JSONWebKeySet;
+  verificationKeys: ReturnType<typeof createLocalJWKSet>;
+}
+
+const cache = new Map<string, Promise<KeySet>>();
+
+/**
+ * Loads the key set from the SIGNING_KEYS secret. In development mode without
+ * that secret, a key generated on first use is kept in D1, so a local run needs
+ * no key committed or created by hand.
+ */
+export async function loadKeys(env: Env, config: Config): Promise<KeySet> {
+  const source = env.SIGNING_KEYS || (config.development ? await devKeys(env.DB) : "");
+  if (!source) throw new ConfigError("SIGNING_KEYS is not set");
+  let keys = cache.get(source);
+  if (!keys) {
+    keys = buildKeySet(source);
+    keys.catch(() => cache.delete(source));
+    cache.set(source, keys);
+  }
+  return keys;
+}
+
+async function buildKeySet(source: string): Promise<KeySet> {
+  let jwks: JWK[];
+  try {
+    const parsed: unknown = JSON.parse(source);
+    jwks = (Array.isArray(parsed) ? parsed : [parsed]) as JWK[];
+  } catch {
+    throw new ConfigError("SIGNING_KEYS is not JSON");
+  }
+  if (jwks.length === 0) throw new ConfigError("SIGNING_KEYS holds no key");
+  const publicKeys: JWK[] = [];
+  for (const jwk of jwks) {
+    if (jwk.kty !== "EC" || jwk.crv !== "P-256" || !jwk.d || !jwk.kid)
+      throw new ConfigError("every SIGNING_KEYS entry must be a private EC P-256 JWK with a kid");
+    const { d: _private, ...publicPart } = jwk;
+    publicKeys.push({ ...publicPart, alg: SIGNING_ALG, use: "sig" });
+  }
+  const first = jwks[0]!;
+  const signingKey = (await importJWK({ ...first, alg: SIGNING_ALG }, SIGNING_ALG)) as CryptoKey;
+  const publicJwks = { keys: publicKeys };
+  return { signingKey, signingKid: first.kid!, publicJwks, verificationKeys: createLocalJWKSet(publicJwks) };
+}
+
+/** Generates a private signing JWK in the form SIGNING_KEYS expects. */
+export async function generateSigningJwk(): Promise<JWK> {
+  const { privateKey } = await generateKeyPair(SIGNING_ALG, { extractable: true });
+  return { ...(await exportJWK(privateKey)), kid: randomToken(12), alg: SIGNING_ALG };
+}
+
+async function devKeys(db: D1Database): Promise<string> {
+  const existing = await db.prepare("SELECT jwks FROM dev_signing_keys WHERE id = 1").first<{ jwks: string }>();
+  if (existing) return existing.jwks;
+  const jwks = JSON.stringify([await generateSigningJwk()]);
+  // Two first requests may race; the row that lands first wins for both.
+  await db.prepare("INSERT OR IGNORE INTO dev_signing_keys (id, jwks) VALUES (1, ?)").bind(jwks).run();
+  const row = await db.prepare("SELECT jwks FROM dev_signing_keys WHERE id = 1").first<{ jwks: string }>();
+  return row!.jwks;
+}

@@ -1,0 +1,138 @@
+import { createRemoteJWKSet, customFetch, jwtVerify } from "jose";
+
+/** How the service reaches its identity provider; the built-in development provider is reached in-process. */
+export type ProviderFetch = (url: string, init?: RequestInit) => Promise<Response>;
+
+export interface ProviderClient {
+  issuer: string;
+  clientId: string;
+  clientSecret: string;
+  scopes: string;
+}
+
+/** The parts of an OpenID Provider's discovery document the login flow uses (OIDC Discovery 1.0 §3). */
+export interface ProviderMetadata {
+  issuer: string;
+  authorization_endpoint: string;
+  token_endpoint: string;
+  jwks_uri: string;
+  id_token_signing_alg_values_supported?: string[];
+}
+
+/** The identity an ID token vouches for. */
+export interface VerifiedIdentity {
+  issuer: string;
+  subject: string;
+  preferredUsername?: string;
+  email?: string;
+}
+
+/** The provider could not be reached, answered wrongly, or its token failed a check. Detail goes to logs only. */
+export class ProviderError extends Error {
+  override name = "ProviderError";
+}
+
+const DISCOVERY_TTL_MS = 5 * 60 * 1000;
+const discoveryCache = new Map<string, { metadata: ProviderMetadata; fetchedAt: number }>();
+const jwksCache = new Map<string, ReturnType<typeof createRemoteJWKSet>>();
+
+/** Reads and checks the provider's discovery document, cached for a few minutes per isolate. */
+export async function discover(issuer: string, providerFetch: ProviderFetch): Promise<ProviderMetadata> {
+  const cached = discoveryCache.get(issuer);
+  if (cached && Date.now() - cached.fetchedAt < DISCOVERY_TTL_MS) return cached.metadata;
+  const response = await providerFetch(`${issuer}/.well-known/openid-configuration`, {
+    headers: { accept: "application/json" },
+  });
+  if (!response.ok) throw new ProviderError(`discovery answered ${response.status}`);
+  const metadata = (await response.json()) as Partial<ProviderMetadata>;
+  // OIDC Discovery §4.3: the issuer in the document must be exactly the one configured.
+  if (metadata.issuer !== issuer) throw new ProviderError(`discovery issuer ${metadata.issuer} is not ${issuer}`);
+  for (const field of ["authorization_endpoint", "token_endpoint", "jwks_uri"] as const)
+    if (typeof metadata[field] !== "string") throw new ProviderError(`discovery document has no ${field}`);
+  discoveryCache.set(issuer, { metadata: metadata as ProviderMetadata, fetchedAt: Date.now() });
+  return metadata as ProviderMetadata;
+}
+
+/** The authorization request URL (RFC 6749 §4.1.1 with PKCE S256, RFC 7636, and an OIDC nonce). */
+export function authorizationUrl(
+  metadata: ProviderMetadata,
+  client: ProviderClient,
+  request: { redirectUri: string; state: string; nonce: string; codeChallenge: string },
+): string {
+  const url = new URL(metadata.authorization_endpoint);
+  url.searchParams.set("response_type", "code");
+  url.searchParams.set("client_id", client.clientId);
+  url.searchParams.set("redirect_uri", request.redirectUri);
+  url.searchParams.set("scope", client.scopes);
+  url.searchParams.set("state", request.state);
+  url.searchParams.set("nonce", request.nonce);
+  url.searchParams.set("code_challenge", request.codeChallenge);
+  url.searchParams.set("code_challenge_method", "S256");
+  return url.toString();
+}
+
+/** Exchanges an authorization code for an ID token at the token endpoint (client_secret_basic). */
+export async function exchangeCode(
+  metadata: ProviderMetadata,
+  client: ProviderClient,
+  request: { code: string; redirectUri: string; codeVerifier: string },
+  providerFetch: ProviderFetch,
+): Promise<string> {
+  const response = await providerFetch(metadata.token_endpoint, {
+    method: "POST",
+    headers: {
+      "content-type": "application/x-www-form-urlencoded",
+      accept: "application/json",
+      // RFC 6749 §2.3.1: id and secret are form-encoded before they are joined.
+      authorization: `Basic ${btoa(`${encodeURIComponent(client.clientId)}:${encodeURIComponent(client.clientSecret)}`)}`,
+    },
+    body: new URLSearchParams({
+      grant_type: "authorization_code",
+      code: request.code,
+      redirect_uri: request.redirectUri,
+      code_verifier: request.codeVerifier,
+    }),
+  });
+  if (!response.ok) throw new ProviderError(`token endpoint answered ${response.status}: ${await response.text()}`);
+  const body = (await response.json()) as { id_token?: unknown };
+  if (typeof body.id_token !== "string") throw new ProviderError("token response has no id_token");
+  return body.id_token;
+}
+
+/** Verifies an ID token: signature by the provider's JWKS, issuer, audience, expiry and nonce (OIDC Core §3.1.3.7). */
+export async function verifyIdToken(
+  metadata: ProviderMetadata,
+  client: ProviderClient,
+  idToken: string,
+  expectedNonce: string,
+  providerFetch: ProviderFetch,
+): Promise<VerifiedIdentity> {
+  let jwks = jwksCache.get(metadata.jwks_uri);
+  if (!jwks) {
+    jwks = createRemoteJWKSet(new URL(metadata.jwks_uri), {
+      [customFetch]: (url: string, init: RequestInit) => providerFetch(url, init),
+    });
+    jwksCache.set(metadata.jwks_uri, jwks);
+  }
+  let payload;
+  try {
+    ({ payload } = await jwtVerify(idToken, jwks, {
+      issuer: metadata.issuer,
+      audience: client.clientId,
+      algorithms: metadata.id_token_signing_alg_values_supported?.filter((alg) => alg !== "none") ?? ["RS256"],
+      requiredClaims: ["sub", "exp", "iat"],
+      clockTolerance: 60,
+    }));
+  } catch (error) {
+    throw new ProviderError(`ID token rejected: ${(error as Error).message}`);
+  }
+  if (payload.nonce !== expectedNonce) throw new ProviderError("ID token nonce does not match the login request");
+  if (Array.isArray(payload.aud) && payload.aud.length > 1 && payload.azp !== client.clientId)
+    throw new ProviderError("ID token azp is not this client");
+  return {
+    issuer: metadata.issuer,
+    subject: payload.sub!,
+    preferredUsername: typeof payload.preferred_username === "string" ? payload.preferred_username : undefined,
+    email: typeof payload.email === "string" ? payload.email : undefined,
+  };
+}

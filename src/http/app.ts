@@ -1,0 +1,94 @@
+import type { OpenAPIHono } from "@hono/zod-openapi";
+import type { Hono } from "hono";
+import { cors } from "hono/cors";
+import { createMiddleware } from "hono/factory";
+import { HTTPException } from "hono/http-exception";
+import { requestId } from "hono/request-id";
+import { ConfigError, readConfig } from "../config";
+import { devIdp } from "../dev-idp/app";
+import type { AppContext, AppEnv } from "./context";
+import { ApiError } from "./errors";
+import { mountOpenApi } from "./openapi";
+import { createRouter } from "./router";
+import { authRoutes } from "./routes/auth";
+import { meRoutes } from "./routes/me";
+import { wellKnownRoutes } from "./routes/well-known";
+import { envelope } from "./schemas";
+
+const withConfig = createMiddleware<AppEnv>(async (c, next) => {
+  c.set("config", readConfig(c.env, c.req.url));
+  await next();
+});
+
+/** Builds the HTTP application: every route of version 1, the development provider, and the error funnel. */
+export function createApp(): OpenAPIHono<AppEnv> {
+  const app = createRouter();
+  app.use("*", requestId());
+  app.use("*", withConfig);
+  // Bearer tokens, not cookies, authorise API calls, so any origin may call them.
+  app.use(
+    "/v1/*",
+    cors({ origin: "*", exposeHeaders: ["X-Request-Id", "Location", "Retry-After", "WWW-Authenticate"], maxAge: 600 }),
+  );
+
+  const v1 = createRouter();
+  v1.route("/", authRoutes);
+  v1.route("/", meRoutes);
+  mountOpenApi(v1);
+
+  app.route("/v1", v1);
+  app.route("/", wellKnownRoutes);
+  app.route("/idp", devIdp as unknown as Hono<AppEnv>);
+
+  app.notFound((c) => notFoundOrWrongMethod(app, c));
+  app.onError((error, c) => errorResponse(error, c));
+  return app;
+}
+
+/** 405 with `Allow` when the path exists for other methods, else 404; both in the envelope. */
+function notFoundOrWrongMethod(app: Hono<AppEnv>, c: AppContext) {
+  const path = c.req.path;
+  const allowed = new Set<string>();
+  for (const route of app.routes) {
+    if (route.method === "ALL" || !pathMatches(route.path, path)) continue;
+    allowed.add(route.method);
+    if (route.method === "GET") allowed.add("HEAD");
+  }
+  if (allowed.size > 0 && !allowed.has(c.req.method)) {
+    const allow = [...allowed].sort().join(", ");
+    c.header("Allow", allow);
+    return c.json(envelope(405, `Method ${c.req.method} is not allowed on ${path}; use ${allow}.`), 405);
+  }
+  return c.json(envelope(404, `No such endpoint: ${c.req.method} ${path}. The API is described at /v1/openapi.json.`), 404);
+}
+
+function pathMatches(pattern: string, path: string): boolean {
+  const want = pattern.split("/").filter(Boolean);
+  const have = path.split("/").filter(Boolean);
+  if (want[want.length - 1] === "*") return have.length >= want.length - 1;
+  return want.length === have.length && want.every((part, i) => part.startsWith(":") || part === have[i]);
+}
+
+/** The one error funnel: known errors become their envelope, anything else a logged, generic 500. */
+function errorResponse(error: Error, c: AppContext) {
+  if (error instanceof ApiError) {
+    for (const [name, value] of Object.entries(error.headers)) c.header(name, value);
+    return c.json(envelope(error.status, error.message), error.status);
+  }
+  if (error instanceof HTTPException && error.status < 500) {
+    // Hono's own client errors (e.g. malformed JSON) carry safe, generic messages.
+    const message = error.message || "The request could not be understood.";
+    return c.json(envelope(error.status, message.endsWith(".") ? message : `${message}.`), error.status);
+  }
+  const id = c.get("requestId");
+  console.error(
+    JSON.stringify({
+      requestId: id,
+      method: c.req.method,
+      path: c.req.path,
+      error: error instanceof ConfigError ? `configuration: ${error.message}` : String(error),
+      stack: error.stack,
+    }),
+  );
+  return c.json(envelope(500, `Internal error; if it persists, report request id ${id}.`), 500);
+}

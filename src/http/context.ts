@@ -1,0 +1,25 @@
+import type { Context } from "hono";
+import type { RequestIdVariables } from "hono/request-id";
+import { loadKeys } from "../auth/keys";
+import type { TokenContext } from "../auth/tokens";
+import type { Principal } from "../catalog/accounts";
+import type { Config } from "../config";
+
+/** Hono environment of every route: the bindings, and what middleware put on the context. */
+export interface AppEnv {
+  Bindings: Env;
+  Variables: RequestIdVariables & { config: Config; principal: Principal };
+}
+
+export type AppContext = Context<AppEnv>;
+
+/** What issuing and checking tokens needs, from the request's configuration. */
+export async function tokenContext(c: AppContext): Promise<TokenContext> {
+  const config = c.get("config");
+  return {
+    db: c.env.DB,
+    keys: await loadKeys(c.env, config),
+    issuer: config.publicUrl,
+    termsVersion: config.termsVersion,
+  };
+}

@@ -1,0 +1,46 @@
+import { html } from "hono/html";
+import { page } from "./layout";
+
+export interface ShownTokens {
+  publicUrl: string;
+  accountName: string;
+  AccessToken: string;
+  AccessTokenExpiresOn: string;
+  RefreshToken: string;
+  RefreshTokenExpiresOn: string;
+}
+
+/** The page that hands a person their tokens after login. */
+export function tokensPage(tokens: ShownTokens) {
+  return page(
+    "Your tokens",
+    html`<h1>Signed in as <span id="account-name">${tokens.accountName}</span></h1>
+      <p>Send the access token as <code>Authorization: Bearer &lt;access token&gt;</code>. Keep both tokens secret.</p>
+      <label for="access-token">Access token <span class="muted">(expires ${tokens.AccessTokenExpiresOn})</span></label>
+      <textarea id="access-token" rows="6" readonly>${tokens.AccessToken}</textarea>
+      <label for="refresh-token">Refresh token <span class="muted">(expires ${tokens.RefreshTokenExpiresOn})</span></label>
+      <textarea id="refresh-token" rows="2" readonly>${tokens.RefreshToken}</textarea>
+      <p class="muted">
+        Renew with <code>POST /v1/auth/token</code> and <code>{"RefreshToken": "…"}</code>; each refresh token works once.
+        Try it: <code>curl -H "Authorization: Bearer $TOKEN" ${tokens.publicUrl}/v1/me/datasets</code>.
+      </p>`,
+  );
+}
+
+/** The page that asks a person to accept the current terms of service before tokens are issued. */
+export function termsPage(options: { accountName: string; version: string; url: string | null; state: string }) {
+  return page(
+    "Terms of service",
+    html`<h1>Terms of service</h1>
+      <p>
+        Welcome, <strong>${options.accountName}</strong>. Before you get tokens, please accept the dqs terms of service,
+        version <strong id="terms-version">${options.version}</strong>.
+      </p>
+      ${options.url ? html`<p><a href="${options.url}" target="_blank" rel="noopener">Read the terms</a></p>` : ""}
+      <form method="post" action="/v1/auth/terms">
+        <input type="hidden" name="state" value="${options.state}" />
+        <button type="submit" name="accept" value="yes">I accept</button>
+      </form>
+      <p class="muted">If you do not accept, close this page: no tokens are issued.</p>`,
+  );
+}

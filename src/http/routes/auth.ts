@@ -1,0 +1,226 @@
+import { createRoute, z } from "@hono/zod-openapi";
+import { deleteCookie, getCookie, setCookie } from "hono/cookie";
+import { acceptTermsAndFinish, beginLogin, completeLogin, type LoginContext } from "../../auth/login";
+import { endSession, refreshTokens, type RefreshResult, type TokenSet } from "../../auth/tokens";
+import { identityProvider } from "../../config";
+import { timingSafeEqual } from "../../util/crypto";
+import { isoSeconds } from "../../util/time";
+import { tokenContext, type AppContext, type AppEnv } from "../context";
+import { ApiError, badRequest, unauthorized } from "../errors";
+import { requireAuth } from "../middleware/bearer-auth";
+import { createRouter } from "../router";
+import { termsPage, tokensPage } from "../pages/auth-pages";
+import { providerFetch } from "../provider-fetch";
+import { envelope, errorResponses, GeneralApiResponse, jsonResponse, JwtResponse, RefreshTokenRequest } from "../schemas";
+
+/** Binds a login to the browser that started it, so a stolen callback URL is useless elsewhere. */
+const LOGIN_COOKIE = "dqs_login";
+
+export const authRoutes = createRouter();
+
+async function loginContext(c: AppContext): Promise<LoginContext> {
+  const config = c.get("config");
+  return {
+    tokens: await tokenContext(c),
+    provider: identityProvider(config),
+    providerFetch: providerFetch(c),
+    redirectUri: `${config.publicUrl}/v1/auth/callback`,
+  };
+}
+
+function jwtResponseData(tokens: TokenSet) {
+  return {
+    TokenType: "Bearer" as const,
+    AccessToken: tokens.accessToken,
+    AccessTokenExpiresOn: isoSeconds(tokens.accessTokenExpiresAt),
+    RefreshToken: tokens.refreshToken,
+    RefreshTokenExpiresOn: isoSeconds(tokens.refreshTokenExpiresAt),
+  };
+}
+
+function wantsJson(c: AppContext): boolean {
+  const accept = c.req.header("accept") ?? "";
+  return accept.includes("application/json") && !accept.includes("text/html");
+}
+
+/** Shows freshly issued tokens: JSON for programs, a page for people. Never cached. */
+function showTokens(c: AppContext, tokens: TokenSet, accountName: string) {
+  c.header("Cache-Control", "no-store");
+  deleteCookie(c, LOGIN_COOKIE, { path: "/v1/auth" });
+  const data = jwtResponseData(tokens);
+  if (wantsJson(c)) return c.json({ ...envelope(200, "Logged in"), Data: data }, 200);
+  return c.html(tokensPage({ publicUrl: c.get("config").publicUrl, accountName, ...data }));
+}
+
+function requireLoginCookie(c: AppContext, state: string): void {
+  const cookie = getCookie(c, LOGIN_COOKIE) ?? "";
+  if (!state || !timingSafeEqual(cookie, state))
+    throw badRequest("This login was not started in this browser or has expired; start again at GET /v1/auth.");
+}
+
+authRoutes.openapi(
+  createRoute({
+    method: "get",
+    path: "/auth",
+    tags: ["auth"],
+    summary: "Log in: redirects to the identity provider",
+    description:
+      "Starts an OpenID Connect authorization code login (PKCE S256, state, nonce). After the provider, the browser lands on /v1/auth/callback, which shows the tokens.",
+    responses: { 302: { description: "Redirect to the authentication server" } },
+  }),
+  async (c) => {
+    const { url, state } = await beginLogin(await loginContext(c));
+    setCookie(c, LOGIN_COOKIE, state, {
+      path: "/v1/auth",
+      httpOnly: true,
+      // Lax: the provider's redirect back is a top-level cross-site navigation.
+      sameSite: "Lax",
+      secure: c.get("config").publicUrl.startsWith("https:"),
+      maxAge: 600,
+    });
+    c.header("Cache-Control", "no-store");
+    return c.redirect(url, 302);
+  },
+);
+
+authRoutes.openapi(
+  createRoute({
+    method: "get",
+    path: "/auth/callback",
+    tags: ["auth"],
+    summary: "Where the identity provider sends the browser back",
+    description:
+      "Verifies state, nonce and the ID token, creates the personal account on first login, asks for the current terms of service if needed, and shows the tokens (HTML, or the JwtResponse for Accept: application/json).",
+    request: {
+      query: z.object({
+        state: z.string().optional(),
+        code: z.string().optional(),
+        error: z.string().optional(),
+        error_description: z.string().optional(),
+      }),
+    },
+    responses: {
+      200: {
+        description: "The tokens",
+        content: { "application/json": { schema: JwtResponse }, "text/html": { schema: z.string() } },
+      },
+      ...errorResponses(
+        [400, "The login state is unknown, used, expired or from another browser"],
+        [401, "The provider refused the login, or the terms of service must be accepted in a browser"],
+        [502, "The identity provider answered wrongly"],
+      ),
+    },
+  }),
+  async (c) => {
+    const query = c.req.valid("query");
+    const state = query.state ?? "";
+    requireLoginCookie(c, state);
+    const ctx = await loginContext(c);
+    const outcome = await completeLogin(ctx, { state, code: query.code, error: query.error });
+    switch (outcome.kind) {
+      case "tokens":
+        return showTokens(c, outcome.tokens, outcome.accountName);
+      case "terms": {
+        const config = c.get("config");
+        if (wantsJson(c))
+          throw unauthorized(
+            `You have not accepted the current terms of service (version ${config.termsVersion}); finish this login in a browser to read and accept them.`,
+          );
+        c.header("Cache-Control", "no-store");
+        return c.html(
+          termsPage({ accountName: outcome.accountName, version: config.termsVersion, url: config.termsUrl, state }),
+        );
+      }
+      case "rejected":
+        console.warn(JSON.stringify({ requestId: c.get("requestId"), login: outcome.reason, detail: outcome.detail }));
+        if (outcome.reason === "unknown_state")
+          throw badRequest("This login is unknown, already used or expired; start again at GET /v1/auth.");
+        if (outcome.reason === "provider_denied")
+          throw unauthorized(`The identity provider did not log you in (${query.error ?? "no code"}).`);
+        throw new ApiError(502, "The identity provider's answer could not be verified; try again later.");
+    }
+  },
+);
+
+authRoutes.openapi(
+  createRoute({
+    method: "post",
+    path: "/auth/terms",
+    tags: ["auth"],
+    summary: "Accept the current terms of service during login",
+    request: {
+      body: {
+        required: true,
+        content: { "application/x-www-form-urlencoded": { schema: z.object({ state: z.string(), accept: z.literal("yes") }) } },
+      },
+    },
+    responses: {
+      200: { description: "The tokens", content: { "text/html": { schema: z.string() }, "application/json": { schema: JwtResponse } } },
+      ...errorResponses([400, "The login is unknown, used, expired or from another browser"]),
+    },
+  }),
+  async (c) => {
+    const { state } = c.req.valid("form");
+    requireLoginCookie(c, state);
+    const outcome = await acceptTermsAndFinish(await loginContext(c), state);
+    if (outcome.kind === "rejected")
+      throw badRequest("This login is unknown, already used or expired; start again at GET /v1/auth.");
+    return showTokens(c, outcome.tokens, outcome.accountName);
+  },
+);
+
+const refreshFailure: Record<Exclude<RefreshResult, { ok: true }>["reason"], string> = {
+  unknown: "The refresh token is not valid; log in again at GET /v1/auth.",
+  expired: "The refresh token has expired; log in again at GET /v1/auth.",
+  revoked: "The session of this refresh token has ended; log in again at GET /v1/auth.",
+  reused:
+    "This refresh token was already used, so its session has been revoked to protect you; log in again at GET /v1/auth.",
+  terms_not_accepted:
+    "You have not accepted the current terms of service; log in at GET /v1/auth to read and accept them.",
+};
+
+authRoutes.openapi(
+  createRoute({
+    method: "post",
+    path: "/auth/token",
+    tags: ["auth"],
+    summary: "Renew tokens with a refresh token",
+    description:
+      "Spends the refresh token and returns a new access token and a new refresh token. A refresh token works once; presenting a spent one revokes its whole session.",
+    request: { body: { required: true, content: { "application/json": { schema: RefreshTokenRequest } } } },
+    responses: {
+      200: jsonResponse(JwtResponse, "New tokens"),
+      ...errorResponses(
+        [400, "The body is not JSON or has no RefreshToken"],
+        [401, "The refresh token is invalidated, or the current terms of service are not accepted"],
+      ),
+    },
+  }),
+  async (c) => {
+    const { RefreshToken } = c.req.valid("json");
+    const result = await refreshTokens(await tokenContext(c), RefreshToken);
+    if (!result.ok) throw unauthorized(refreshFailure[result.reason]);
+    c.header("Cache-Control", "no-store");
+    return c.json({ ...envelope(200, "Tokens renewed"), Data: jwtResponseData(result.tokens) }, 200);
+  },
+);
+
+authRoutes.openapi(
+  createRoute({
+    method: "post",
+    path: "/auth/logout",
+    tags: ["auth", "experimental"],
+    summary: "Revoke the caller's session",
+    description: "Ends the session of the access token: its refresh tokens and access tokens stop working.",
+    security: [{ Bearer: [] }],
+    middleware: [requireAuth] as const,
+    responses: {
+      200: jsonResponse(GeneralApiResponse, "The session is revoked"),
+      ...errorResponses([401, "Missing or invalid access token"]),
+    },
+  }),
+  async (c) => {
+    await endSession(await tokenContext(c), c.get("principal"));
+    return c.json(envelope(200, "Logged out; the session's tokens no longer work"), 200);
+  },
+);

@@ -1,0 +1,106 @@
+import { z } from "@hono/zod-openapi";
+
+// Wire shapes of the interface (section 2), PascalCase as it names them.
+// Everything inside the service speaks camelCase and converts at the edge.
+
+export const ApiResponseStatus = z
+  .object({
+    Code: z.number().int().openapi({ description: "Same value as the HTTP status code", example: 200 }),
+    Message: z.string().openapi({ description: "What happened, for a person to read", example: "OK" }),
+  })
+  .openapi("ApiResponseStatus");
+
+export const GeneralApiResponse = z.object({ Status: ApiResponseStatus }).openapi("GeneralApiResponse");
+
+/** An envelope carrying `Data` next to `Status`. */
+export function withData<T extends z.ZodTypeAny>(name: string, data: T) {
+  return z.object({ Status: ApiResponseStatus, Data: data }).openapi(name);
+}
+
+export const RefreshTokenRequest = z
+  .object({ RefreshToken: z.string().min(1).openapi({ description: "A valid refresh token" }) })
+  .openapi("RefreshTokenRequest");
+
+const DateTime = z.string().openapi({ format: "date-time", example: "2026-11-22T07:00:00Z" });
+
+export const JwtResponse = withData(
+  "JwtResponse",
+  z.object({
+    TokenType: z.literal("Bearer"),
+    AccessToken: z.string().openapi({ description: "Access token (JWT, ES256), valid for one hour" }),
+    AccessTokenExpiresOn: DateTime,
+    RefreshToken: z.string().openapi({ description: "Refresh token, valid for 45 days, spent on use" }),
+    RefreshTokenExpiresOn: DateTime,
+  }),
+);
+
+export const DatasetInfo = z.object({ AccountName: z.string(), DatasetName: z.string() }).openapi("DatasetInfo");
+export const DatasetListResponse = withData(
+  "DatasetListResponse",
+  z.object({ DatasetCount: z.number().int(), DatasetList: z.array(DatasetInfo) }),
+);
+
+export const DataInfo = z
+  .object({ AccountName: z.string(), DatasetName: z.string(), DataName: z.string() })
+  .openapi("DataInfo");
+export const DataListResponse = withData(
+  "DataListResponse",
+  z.object({ DataCount: z.number().int(), DataList: z.array(DataInfo) }),
+);
+
+export const DataUploadRequest = z
+  .object({
+    Schema: z.string().optional().openapi({ description: "JSON of DataSchema (PascalCase keys)" }),
+    ForceGenerateTableDefinition: z
+      .enum(["true", "false"])
+      .optional()
+      .openapi({ description: "true: generate the TableDefinition from the file even if Schema has one" }),
+    Data: z.any().openapi({ type: "string", format: "binary", description: "CSV file, possibly gzipped" }),
+  })
+  .openapi("DataUploadRequest");
+
+export const DataSchemaResponse = withData("DataSchemaResponse", z.object({ Schema: z.string() }));
+
+export const SqlRequest = z
+  .object({ Sql: z.string().openapi({ description: "A select query", example: "SELECT 1" }) })
+  .openapi("SqlRequest");
+
+export const QueryResponse = withData("QueryResponse", z.object({ QueryId: z.string() }));
+
+export const QueryStatusResponse = withData(
+  "QueryStatusResponse",
+  z.object({
+    Status: z.enum(["queued", "running", "succeeded", "failed", "cancelled"]),
+    Sql: z.string(),
+    CreatedAt: DateTime,
+    UpdatedAt: DateTime,
+    Message: z.string(),
+    Size: z.number().int().openapi({ format: "int64", description: "Result file size in bytes" }),
+  }),
+);
+
+/** Path parameters, named as the interface names them. */
+export const AccountNameParam = z.string().openapi({ param: { name: "AccountName", in: "path" }, example: "alice" });
+export const DatasetNameParam = z.string().openapi({ param: { name: "DatasetName", in: "path" }, example: "sales" });
+export const DataNameParam = z.string().openapi({ param: { name: "DataName", in: "path" }, example: "orders.csv" });
+export const QueryIdParam = z.string().openapi({ param: { name: "QueryId", in: "path" } });
+
+/** The envelope body for a status and message. */
+export function envelope(code: number, message: string): z.infer<typeof GeneralApiResponse> {
+  return { Status: { Code: code, Message: message } };
+}
+
+/** Response entries for error statuses, all the plain envelope. */
+export function errorResponses<const S extends number>(...entries: [S, string][]) {
+  return Object.fromEntries(
+    entries.map(([status, description]) => [
+      status,
+      { description, content: { "application/json": { schema: GeneralApiResponse } } },
+    ]),
+  ) as Record<S, { description: string; content: { "application/json": { schema: typeof GeneralApiResponse } } }>;
+}
+
+/** Response entry for a success with a JSON body. */
+export function jsonResponse<T extends z.ZodTypeAny>(schema: T, description: string) {
+  return { description, content: { "application/json": { schema } } };
+}
