@@ -45,7 +45,12 @@ export function devIdpEnabled(config: Config): boolean {
 }
 
 /** The provider the login flow talks to: the configured one, or the built-in development provider. */
-export function identityProvider(config: Config): { issuer: string; clientId: string; clientSecret: string; scopes: string } {
+export function identityProvider(config: Config): {
+  issuer: string;
+  clientId: string;
+  clientSecret: string;
+  scopes: string;
+} {
   return (
     config.oidc ?? {
       issuer: `${config.publicUrl}/idp`,

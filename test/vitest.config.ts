@@ -2,31 +2,51 @@ import { cloudflareTest, readD1Migrations } from "@cloudflare/vitest-plugin";
 import { exportJWK, generateKeyPair } from "jose";
 import { defineConfig } from "vitest/config";
 
-// Tests run in workerd with the wrangler.toml bindings, in development mode,
-// with a signing key made for this run (nothing secret is committed).
+// Two projects, one command:
+// - "workers": tests inside workerd with the wrangler.toml bindings, in
+//   development mode, with a signing key made for this run (nothing secret is
+//   committed);
+// - "e2e": Node tests that start `wrangler dev` as a user would and drive it
+//   over HTTP and through headless Chromium.
 export default defineConfig(async () => {
   const migrations = await readD1Migrations("migrations");
   const { privateKey } = await generateKeyPair("ES256", { extractable: true });
   const signingKeys = JSON.stringify([{ ...(await exportJWK(privateKey)), kid: "test-key-1", alg: "ES256" }]);
   return {
-    plugins: [
-      cloudflareTest({
-        wrangler: { configPath: "./wrangler.toml" },
-        miniflare: {
-          bindings: {
-            TEST_MIGRATIONS: migrations,
-            ENVIRONMENT: "development",
-            PUBLIC_URL: "http://dqs.test",
-            SIGNING_KEYS: signingKeys,
-            OIDC_CLIENT_SECRET: "",
+    test: {
+      projects: [
+        {
+          plugins: [
+            cloudflareTest({
+              wrangler: { configPath: "./wrangler.toml" },
+              miniflare: {
+                bindings: {
+                  TEST_MIGRATIONS: migrations,
+                  ENVIRONMENT: "development",
+                  PUBLIC_URL: "http://dqs.test",
+                  SIGNING_KEYS: signingKeys,
+                  OIDC_CLIENT_SECRET: "",
+                },
+              },
+            }),
+          ],
+          test: {
+            name: "workers",
+            include: ["test/**/*.test.ts"],
+            exclude: ["test/e2e/**"],
+            setupFiles: ["test/support/apply-migrations.ts"],
           },
         },
-      }),
-    ],
-    test: {
-      include: ["test/**/*.test.ts"],
-      exclude: ["test/e2e/**"],
-      setupFiles: ["test/support/apply-migrations.ts"],
+        {
+          test: {
+            name: "e2e",
+            include: ["test/e2e/**/*.e2e.ts"],
+            environment: "node",
+            testTimeout: 120_000,
+            hookTimeout: 180_000,
+          },
+        },
+      ],
     },
   };
 });

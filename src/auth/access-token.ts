@@ -52,7 +52,8 @@ export async function verifyAccessToken(keys: KeySet, issuer: string, token: str
       typ: TOKEN_TYPE,
       requiredClaims: ["sub", "exp", "iat", "jti", "sid"],
     });
-    if (typeof payload.sid !== "string" || typeof payload.sub !== "string") return { ok: false, reason: "wrong_claims" };
+    if (typeof payload.sid !== "string" || typeof payload.sub !== "string")
+      return { ok: false, reason: "wrong_claims" };
     return { ok: true, claims: { userId: payload.sub, sessionId: payload.sid } };
   } catch (error) {
     return { ok: false, reason: classify(error) };

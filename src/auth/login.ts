@@ -68,7 +68,9 @@ export async function completeLogin(
     const user = await findOrCreateUser(ctx.tokens.db, identity, isoSeconds(nowSeconds()));
     if (user.termsVersion !== ctx.tokens.termsVersion) {
       await ctx.tokens.db
-        .prepare("INSERT INTO login_flows (state_hash, nonce, code_verifier, user_id, expires_at) VALUES (?, '', '', ?, ?)")
+        .prepare(
+          "INSERT INTO login_flows (state_hash, nonce, code_verifier, user_id, expires_at) VALUES (?, '', '', ?, ?)",
+        )
         .bind(await sha256(callback.state), user.userId, isoSeconds(nowSeconds() + LOGIN_TTL_SECONDS))
         .run();
       return { kind: "terms", state: callback.state, accountName: user.accountName };

@@ -30,8 +30,7 @@ export async function issueRefreshToken(
 }
 
 export type RotationResult =
-  | { ok: true; sessionId: string; userId: string }
-  | { ok: false; reason: "unknown" | "expired" | "revoked" | "reused" };
+  { ok: true; sessionId: string; userId: string } | { ok: false; reason: "unknown" | "expired" | "revoked" | "reused" };
 
 /**
  * Spends a refresh token. A token may be spent once: presenting one that was
@@ -48,7 +47,13 @@ export async function spendRefreshToken(db: D1Database, token: string): Promise<
        FROM refresh_tokens r JOIN sessions s ON s.id = r.session_id WHERE r.token_hash = ?`,
     )
     .bind(hash)
-    .first<{ sessionId: string; expiresAt: string; rotatedAt: string | null; revokedAt: string | null; userId: string }>();
+    .first<{
+      sessionId: string;
+      expiresAt: string;
+      rotatedAt: string | null;
+      revokedAt: string | null;
+      userId: string;
+    }>();
   if (!row) return { ok: false, reason: "unknown" };
   if (row.revokedAt) return { ok: false, reason: "revoked" };
   if (row.rotatedAt) {

@@ -54,7 +54,8 @@ export async function findOrCreateUser(db: D1Database, identity: IdentityClaims,
     // Either the name was taken, or the same person logged in twice at once.
     const raced = await findUserByIdentity(db, identity);
     if (raced) {
-      await db.prepare("DELETE FROM accounts WHERE id = ? AND NOT EXISTS (SELECT 1 FROM users WHERE account_id = ?)")
+      await db
+        .prepare("DELETE FROM accounts WHERE id = ? AND NOT EXISTS (SELECT 1 FROM users WHERE account_id = ?)")
         .bind(accountId, accountId)
         .run();
       return raced;
@@ -75,7 +76,10 @@ async function findUserByIdentity(db: D1Database, identity: IdentityClaims): Pro
 
 /** Records that the user accepted a terms version. */
 export async function acceptTerms(db: D1Database, userId: string, version: string, now: string): Promise<void> {
-  await db.prepare("UPDATE users SET terms_version = ?, terms_accepted_at = ? WHERE id = ?").bind(version, now, userId).run();
+  await db
+    .prepare("UPDATE users SET terms_version = ?, terms_accepted_at = ? WHERE id = ?")
+    .bind(version, now, userId)
+    .run();
 }
 
 /** A user by id, or null. */

@@ -93,7 +93,15 @@ function loginForm(params: AuthorizeParams & { response_type?: string }, problem
 
 devIdp.get("/authorize", (c) => {
   const params = authorizeParams(c.req.query(), c.get("callback"));
-  if (typeof params === "string") return c.html(page("Sign-in error", html`<h1>Bad sign-in request</h1><p>${params}</p>`), 400);
+  if (typeof params === "string")
+    return c.html(
+      page(
+        "Sign-in error",
+        html`<h1>Bad sign-in request</h1>
+          <p>${params}</p>`,
+      ),
+      400,
+    );
   return c.html(loginForm(params));
 });
 
@@ -102,7 +110,15 @@ devIdp.post("/authorize", async (c) => {
     Object.entries(await c.req.parseBody()).filter((entry): entry is [string, string] => typeof entry[1] === "string"),
   );
   const params = authorizeParams(form, c.get("callback"));
-  if (typeof params === "string") return c.html(page("Sign-in error", html`<h1>Bad sign-in request</h1><p>${params}</p>`), 400);
+  if (typeof params === "string")
+    return c.html(
+      page(
+        "Sign-in error",
+        html`<h1>Bad sign-in request</h1>
+          <p>${params}</p>`,
+      ),
+      400,
+    );
   const username = (form.username ?? "").trim();
   if (!USERNAME_PATTERN.test(username))
     return c.html(loginForm(params, "A username is 1-64 letters, digits, '.', '_', '-' or '@'."), 400);
@@ -142,7 +158,8 @@ devIdp.post("/token", async (c) => {
   }
   if (clientId !== DEV_IDP_CLIENT.id || !timingSafeEqual(clientSecret, DEV_IDP_CLIENT.secret))
     return oauthError("invalid_client", "client authentication failed", 401);
-  if (field("grant_type") !== "authorization_code") return oauthError("unsupported_grant_type", "only authorization_code");
+  if (field("grant_type") !== "authorization_code")
+    return oauthError("unsupported_grant_type", "only authorization_code");
   const grant = await c.env.DB.prepare(
     `DELETE FROM dev_idp_codes WHERE code_hash = ? AND expires_at > ?
      RETURNING client_id AS clientId, redirect_uri AS redirectUri, code_challenge AS codeChallenge, nonce, username`,
@@ -151,7 +168,8 @@ devIdp.post("/token", async (c) => {
     .first<{ clientId: string; redirectUri: string; codeChallenge: string; nonce: string; username: string }>();
   if (!grant || grant.clientId !== clientId || grant.redirectUri !== field("redirect_uri"))
     return oauthError("invalid_grant", "code unknown, used, expired or issued for another redirect_uri");
-  if (!timingSafeEqual(await sha256(field("code_verifier")), grant.codeChallenge)) return oauthError("invalid_grant", "PKCE verification failed");
+  if (!timingSafeEqual(await sha256(field("code_verifier")), grant.codeChallenge))
+    return oauthError("invalid_grant", "PKCE verification failed");
 
   const keys = await loadKeys(c.env, readConfig(c.env, c.req.url));
   const now = nowSeconds();

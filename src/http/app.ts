@@ -59,7 +59,10 @@ function notFoundOrWrongMethod(app: Hono<AppEnv>, c: AppContext) {
     c.header("Allow", allow);
     return c.json(envelope(405, `Method ${c.req.method} is not allowed on ${path}; use ${allow}.`), 405);
   }
-  return c.json(envelope(404, `No such endpoint: ${c.req.method} ${path}. The API is described at /v1/openapi.json.`), 404);
+  return c.json(
+    envelope(404, `No such endpoint: ${c.req.method} ${path}. The API is described at /v1/openapi.json.`),
+    404,
+  );
 }
 
 function pathMatches(pattern: string, path: string): boolean {

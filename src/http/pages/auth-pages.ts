@@ -18,11 +18,13 @@ export function tokensPage(tokens: ShownTokens) {
       <p>Send the access token as <code>Authorization: Bearer &lt;access token&gt;</code>. Keep both tokens secret.</p>
       <label for="access-token">Access token <span class="muted">(expires ${tokens.AccessTokenExpiresOn})</span></label>
       <textarea id="access-token" rows="6" readonly>${tokens.AccessToken}</textarea>
-      <label for="refresh-token">Refresh token <span class="muted">(expires ${tokens.RefreshTokenExpiresOn})</span></label>
+      <label for="refresh-token"
+        >Refresh token <span class="muted">(expires ${tokens.RefreshTokenExpiresOn})</span></label
+      >
       <textarea id="refresh-token" rows="2" readonly>${tokens.RefreshToken}</textarea>
       <p class="muted">
-        Renew with <code>POST /v1/auth/token</code> and <code>{"RefreshToken": "…"}</code>; each refresh token works once.
-        Try it: <code>curl -H "Authorization: Bearer $TOKEN" ${tokens.publicUrl}/v1/me/datasets</code>.
+        Renew with <code>POST /v1/auth/token</code> and <code>{"RefreshToken": "…"}</code>; each refresh token works
+        once. Try it: <code>curl -H "Authorization: Bearer $TOKEN" ${tokens.publicUrl}/v1/me/datasets</code>.
       </p>`,
   );
 }

@@ -11,7 +11,14 @@ import { requireAuth } from "../middleware/bearer-auth";
 import { createRouter } from "../router";
 import { termsPage, tokensPage } from "../pages/auth-pages";
 import { providerFetch } from "../provider-fetch";
-import { envelope, errorResponses, GeneralApiResponse, jsonResponse, JwtResponse, RefreshTokenRequest } from "../schemas";
+import {
+  envelope,
+  errorResponses,
+  GeneralApiResponse,
+  jsonResponse,
+  JwtResponse,
+  RefreshTokenRequest,
+} from "../schemas";
 
 /** Binds a login to the browser that started it, so a stolen callback URL is useless elsewhere. */
 const LOGIN_COOKIE = "dqs_login";
@@ -151,11 +158,16 @@ authRoutes.openapi(
     request: {
       body: {
         required: true,
-        content: { "application/x-www-form-urlencoded": { schema: z.object({ state: z.string(), accept: z.literal("yes") }) } },
+        content: {
+          "application/x-www-form-urlencoded": { schema: z.object({ state: z.string(), accept: z.literal("yes") }) },
+        },
       },
     },
     responses: {
-      200: { description: "The tokens", content: { "text/html": { schema: z.string() }, "application/json": { schema: JwtResponse } } },
+      200: {
+        description: "The tokens",
+        content: { "text/html": { schema: z.string() }, "application/json": { schema: JwtResponse } },
+      },
       ...errorResponses([400, "The login is unknown, used, expired or from another browser"]),
     },
   }),
