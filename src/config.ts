@@ -8,6 +8,27 @@ export interface Config {
   oidc: { issuer: string; clientId: string; clientSecret: string; scopes: string } | null;
   termsVersion: string;
   termsUrl: string | null;
+  limits: { maxUploadBytes: number; maxCsvBytes: number };
+  query: QueryLimits;
+  downloadUrlTtlSeconds: number;
+  /** R2 S3 API credentials for presigned download URLs, or null to sign the Worker's own /download/ URLs. */
+  r2Presign: { accountId: string; bucketName: string; accessKeyId: string; secretAccessKey: string } | null;
+}
+
+/** What one query may use (DECISIONS §8); each limit fails a query with a message naming it. */
+export interface QueryLimits {
+  maxSqlLength: number;
+  timeLimitMs: number;
+  maxLoadBytes: number;
+  memoryBudgetBytes: number;
+  maxResultBytes: number;
+  resultRetentionSeconds: number;
+}
+
+/** Secrets that a deployment may set but need not; `wrangler types` cannot express optional secrets. */
+interface OptionalSecrets {
+  R2_ACCESS_KEY_ID?: string;
+  R2_SECRET_ACCESS_KEY?: string;
 }
 
 /** Client id and secret between the service and its built-in development provider (development mode only). */
@@ -36,7 +57,59 @@ export function readConfig(env: Env, requestUrl: string): Config {
   } else if (!development) {
     throw new ConfigError("OIDC_ISSUER is not set; outside development mode an external identity provider is required");
   }
-  return { development, publicUrl, oidc, termsVersion, termsUrl: env.TERMS_URL || null };
+  const secrets = env as Env & OptionalSecrets;
+  const r2Presign =
+    env.R2_ACCOUNT_ID && env.R2_BUCKET_NAME && secrets.R2_ACCESS_KEY_ID && secrets.R2_SECRET_ACCESS_KEY
+      ? {
+          accountId: env.R2_ACCOUNT_ID,
+          bucketName: env.R2_BUCKET_NAME,
+          accessKeyId: secrets.R2_ACCESS_KEY_ID,
+          secretAccessKey: secrets.R2_SECRET_ACCESS_KEY,
+        }
+      : null;
+  return {
+    development,
+    publicUrl,
+    oidc,
+    termsVersion,
+    termsUrl: env.TERMS_URL || null,
+    limits: {
+      maxUploadBytes: positiveInteger(env, "MAX_UPLOAD_BYTES"),
+      maxCsvBytes: positiveInteger(env, "MAX_CSV_BYTES"),
+    },
+    query: readQueryLimits(env),
+    downloadUrlTtlSeconds: positiveInteger(env, "DOWNLOAD_URL_TTL_SECONDS"),
+    r2Presign,
+  };
+}
+
+/** The query limits alone, for the queue consumer, which has no request. */
+export function readQueryLimits(env: Env): QueryLimits {
+  return {
+    maxSqlLength: positiveInteger(env, "MAX_SQL_LENGTH"),
+    timeLimitMs: positiveInteger(env, "QUERY_TIME_LIMIT_SECONDS") * 1000,
+    maxLoadBytes: positiveInteger(env, "QUERY_MAX_LOAD_BYTES"),
+    memoryBudgetBytes: positiveInteger(env, "QUERY_MEMORY_BUDGET_BYTES"),
+    maxResultBytes: positiveInteger(env, "QUERY_MAX_RESULT_BYTES"),
+    resultRetentionSeconds: positiveInteger(env, "QUERY_RESULT_RETENTION_SECONDS"),
+  };
+}
+
+type IntegerSetting =
+  | "MAX_UPLOAD_BYTES"
+  | "MAX_CSV_BYTES"
+  | "DOWNLOAD_URL_TTL_SECONDS"
+  | "MAX_SQL_LENGTH"
+  | "QUERY_TIME_LIMIT_SECONDS"
+  | "QUERY_MAX_LOAD_BYTES"
+  | "QUERY_MEMORY_BUDGET_BYTES"
+  | "QUERY_MAX_RESULT_BYTES"
+  | "QUERY_RESULT_RETENTION_SECONDS";
+
+function positiveInteger(env: Env, name: IntegerSetting): number {
+  const value = Number(env[name]);
+  if (!Number.isSafeInteger(value) || value <= 0) throw new ConfigError(`${name} must be a positive integer`);
+  return value;
 }
 
 /** The built-in development provider is served only in development mode without an external provider. */

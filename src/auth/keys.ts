@@ -12,6 +12,8 @@ export interface KeySet {
   signingKid: string;
   publicJwks: JSONWebKeySet;
   verificationKeys: ReturnType<typeof createLocalJWKSet>;
+  /** HMAC keys for download URLs, derived (HKDF) from each signing key in the same order: the first signs. */
+  urlSigningKeys: CryptoKey[];
 }
 
 const cache = new Map<string, Promise<KeySet>>();
@@ -52,7 +54,28 @@ async function buildKeySet(source: string): Promise<KeySet> {
   const first = jwks[0]!;
   const signingKey = (await importJWK({ ...first, alg: SIGNING_ALG }, SIGNING_ALG)) as CryptoKey;
   const publicJwks = { keys: publicKeys };
-  return { signingKey, signingKid: first.kid!, publicJwks, verificationKeys: createLocalJWKSet(publicJwks) };
+  const urlSigningKeys = await Promise.all(jwks.map((jwk) => deriveUrlKey(jwk.d!)));
+  return {
+    signingKey,
+    signingKid: first.kid!,
+    publicJwks,
+    verificationKeys: createLocalJWKSet(publicJwks),
+    urlSigningKeys,
+  };
+}
+
+/** A separate key per purpose: the JWT key never signs URLs itself (RFC 5869 HKDF with a purpose label). */
+async function deriveUrlKey(privateScalar: string): Promise<CryptoKey> {
+  const material = await crypto.subtle.importKey("raw", new TextEncoder().encode(privateScalar), "HKDF", false, [
+    "deriveKey",
+  ]);
+  return crypto.subtle.deriveKey(
+    { name: "HKDF", hash: "SHA-256", salt: new Uint8Array(0), info: new TextEncoder().encode("dqs download url v1") },
+    material,
+    { name: "HMAC", hash: "SHA-256", length: 256 },
+    false,
+    ["sign", "verify"],
+  );
 }
 
 /** Generates a private signing JWK in the form SIGNING_KEYS expects. */

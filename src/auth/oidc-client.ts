@@ -34,7 +34,6 @@ export class ProviderError extends Error {
 
 const DISCOVERY_TTL_MS = 5 * 60 * 1000;
 const discoveryCache = new Map<string, { metadata: ProviderMetadata; fetchedAt: number }>();
-const jwksCache = new Map<string, ReturnType<typeof createRemoteJWKSet>>();
 
 /** Reads and checks the provider's discovery document, cached for a few minutes per isolate. */
 export async function discover(issuer: string, providerFetch: ProviderFetch): Promise<ProviderMetadata> {
@@ -107,13 +106,10 @@ export async function verifyIdToken(
   expectedNonce: string,
   providerFetch: ProviderFetch,
 ): Promise<VerifiedIdentity> {
-  let jwks = jwksCache.get(metadata.jwks_uri);
-  if (!jwks) {
-    jwks = createRemoteJWKSet(new URL(metadata.jwks_uri), {
-      [customFetch]: (url: string, init: RequestInit) => providerFetch(url, init),
-    });
-    jwksCache.set(metadata.jwks_uri, jwks);
-  }
+  // Fetched per login (logins are rare), so the keys always come through this request's own fetch.
+  const jwks = createRemoteJWKSet(new URL(metadata.jwks_uri), {
+    [customFetch]: (url: string, init: RequestInit) => providerFetch(url, init),
+  });
   let payload;
   try {
     ({ payload } = await jwtVerify(idToken, jwks, {

@@ -23,6 +23,7 @@ export function isDataName(name: string): boolean {
 export function sanitizeAccountName(raw: string): string {
   const cleaned = raw
     .normalize("NFKD")
+    .replace(/\p{M}/gu, "")
     .replace(/[^A-Za-z0-9_-]+/g, "-")
     .replace(/^-+|-+$/g, "")
     .slice(0, 64);

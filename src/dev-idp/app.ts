@@ -152,9 +152,14 @@ devIdp.post("/token", async (c) => {
   let clientSecret = field("client_secret");
   const basic = c.req.header("authorization")?.match(/^Basic\s+(.+)$/i);
   if (basic) {
-    const [id = "", secret = ""] = atob(basic[1]!).split(":").map(decodeURIComponent);
-    clientId = id;
-    clientSecret = secret;
+    try {
+      const [id = "", secret = ""] = atob(basic[1]!).split(":").map(decodeURIComponent);
+      clientId = id;
+      clientSecret = secret;
+    } catch {
+      // Undecodable credentials are wrong credentials (RFC 6749 §5.2), not a server error.
+      return oauthError("invalid_client", "client authentication failed", 401);
+    }
   }
   if (clientId !== DEV_IDP_CLIENT.id || !timingSafeEqual(clientSecret, DEV_IDP_CLIENT.secret))
     return oauthError("invalid_client", "client authentication failed", 401);

@@ -4,14 +4,19 @@ import { cors } from "hono/cors";
 import { createMiddleware } from "hono/factory";
 import { HTTPException } from "hono/http-exception";
 import { requestId } from "hono/request-id";
-import { ConfigError, readConfig } from "../config";
+import { ConfigError, devIdpEnabled, readConfig } from "../config";
 import { devIdp } from "../dev-idp/app";
 import type { AppContext, AppEnv } from "./context";
 import { ApiError } from "./errors";
 import { mountOpenApi } from "./openapi";
 import { createRouter } from "./router";
+import { accountRoutes } from "./routes/account";
 import { authRoutes } from "./routes/auth";
+import { dataRoutes } from "./routes/data";
+import { datasetRoutes } from "./routes/dataset";
+import { downloadRoutes } from "./routes/download";
 import { meRoutes } from "./routes/me";
+import { queryRoutes } from "./routes/query";
 import { wellKnownRoutes } from "./routes/well-known";
 import { envelope } from "./schemas";
 
@@ -34,10 +39,15 @@ export function createApp(): OpenAPIHono<AppEnv> {
   const v1 = createRouter();
   v1.route("/", authRoutes);
   v1.route("/", meRoutes);
+  v1.route("/", accountRoutes);
+  v1.route("/", datasetRoutes);
+  v1.route("/", dataRoutes);
+  v1.route("/", queryRoutes);
   mountOpenApi(v1);
 
   app.route("/v1", v1);
   app.route("/", wellKnownRoutes);
+  app.route("/", downloadRoutes);
   app.route("/idp", devIdp as unknown as Hono<AppEnv>);
 
   app.notFound((c) => notFoundOrWrongMethod(app, c));
@@ -49,7 +59,10 @@ export function createApp(): OpenAPIHono<AppEnv> {
 function notFoundOrWrongMethod(app: Hono<AppEnv>, c: AppContext) {
   const path = c.req.path;
   const allowed = new Set<string>();
+  // Outside development mode the built-in provider does not exist, not even as a 405.
+  const hidden = (routePath: string) => routePath.startsWith("/idp") && !devIdpEnabled(c.get("config"));
   for (const route of app.routes) {
+    if (hidden(route.path)) continue;
     if (route.method === "ALL" || !pathMatches(route.path, path)) continue;
     allowed.add(route.method);
     if (route.method === "GET") allowed.add("HEAD");
@@ -68,8 +81,9 @@ function notFoundOrWrongMethod(app: Hono<AppEnv>, c: AppContext) {
 function pathMatches(pattern: string, path: string): boolean {
   const want = pattern.split("/").filter(Boolean);
   const have = path.split("/").filter(Boolean);
-  if (want[want.length - 1] === "*") return have.length >= want.length - 1;
-  return want.length === have.length && want.every((part, i) => part.startsWith(":") || part === have[i]);
+  const segmentMatches = (part: string, i: number) => part.startsWith(":") || part === have[i];
+  if (want[want.length - 1] === "*") return have.length >= want.length - 1 && want.slice(0, -1).every(segmentMatches);
+  return want.length === have.length && want.every(segmentMatches);
 }
 
 /** The one error funnel: known errors become their envelope, anything else a logged, generic 500. */

@@ -67,15 +67,37 @@ export const SqlRequest = z
 
 export const QueryResponse = withData("QueryResponse", z.object({ QueryId: z.string() }));
 
-export const QueryStatusResponse = withData(
-  "QueryStatusResponse",
-  z.object({
+const QueryStatusData = z
+  .object({
+    QueryId: z.string(),
     Status: z.enum(["queued", "running", "succeeded", "failed", "cancelled"]),
     Sql: z.string(),
     CreatedAt: DateTime,
     UpdatedAt: DateTime,
-    Message: z.string(),
-    Size: z.number().int().openapi({ format: "int64", description: "Result file size in bytes" }),
+    Message: z.string().openapi({ description: "What the query is doing, or why it failed" }),
+    Size: z.number().int().openapi({ format: "int64", description: "Result file size in bytes; 0 until it succeeds" }),
+    RowCount: z.number().int().nullable().openapi({ description: "Rows in the result" }),
+    BytesLoaded: z.number().int().nullable().openapi({ description: "Bytes of CSV the query loaded" }),
+    PeakMemoryBytes: z
+      .number()
+      .int()
+      .nullable()
+      .openapi({ description: "Peak memory the query held (WebAssembly heap and database pages)" }),
+    Timings: z
+      .object({ QueueWaitMs: z.number(), LoadMs: z.number(), ExecuteMs: z.number(), WriteMs: z.number() })
+      .nullable(),
+    ExpiresAt: DateTime.nullable().openapi({ description: "When the result will be deleted" }),
+  })
+  .openapi("QueryStatus");
+
+export const QueryStatusResponse = withData("QueryStatusResponse", QueryStatusData);
+
+export const QueryListResponse = withData(
+  "QueryListResponse",
+  z.object({
+    QueryCount: z.number().int(),
+    QueryList: z.array(QueryStatusData),
+    NextCursor: z.string().nullable().openapi({ description: "Pass as `cursor` for the next page; null on the last" }),
   }),
 );
 

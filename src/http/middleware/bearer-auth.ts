@@ -41,3 +41,9 @@ export const requireAuth = createMiddleware<AppEnv>(async (c, next) => {
   c.set("principal", result.principal);
   await next();
 });
+
+/** Spread into a route definition: documents the bearer requirement and enforces it with the same declaration. */
+export const authenticated = {
+  security: [{ Bearer: [] as string[] }],
+  middleware: [requireAuth] as [typeof requireAuth],
+};

@@ -7,7 +7,7 @@ import { timingSafeEqual } from "../../util/crypto";
 import { isoSeconds } from "../../util/time";
 import { tokenContext, type AppContext, type AppEnv } from "../context";
 import { ApiError, badRequest, unauthorized } from "../errors";
-import { requireAuth } from "../middleware/bearer-auth";
+import { authenticated } from "../middleware/bearer-auth";
 import { createRouter } from "../router";
 import { termsPage, tokensPage } from "../pages/auth-pages";
 import { providerFetch } from "../provider-fetch";
@@ -224,8 +224,7 @@ authRoutes.openapi(
     tags: ["auth", "experimental"],
     summary: "Revoke the caller's session",
     description: "Ends the session of the access token: its refresh tokens and access tokens stop working.",
-    security: [{ Bearer: [] }],
-    middleware: [requireAuth] as const,
+    ...authenticated,
     responses: {
       200: jsonResponse(GeneralApiResponse, "The session is revoked"),
       ...errorResponses([401, "Missing or invalid access token"]),

@@ -1,8 +1,9 @@
 import { createRoute } from "@hono/zod-openapi";
-import type { AppEnv } from "../context";
-import { requireAuth } from "../middleware/bearer-auth";
+import { listVisibleDatasets } from "../../catalog/access";
+import { datasetList } from "../catalog-wire";
+import { authenticated } from "../middleware/bearer-auth";
 import { createRouter } from "../router";
-import { DatasetListResponse, envelope, errorResponses, jsonResponse } from "../schemas";
+import { DatasetListResponse, errorResponses, jsonResponse } from "../schemas";
 
 export const meRoutes = createRouter();
 
@@ -12,15 +13,15 @@ meRoutes.openapi(
     path: "/me/datasets",
     tags: ["user"],
     summary: "List the caller's own datasets",
-    security: [{ Bearer: [] }],
-    middleware: [requireAuth] as const,
+    ...authenticated,
     responses: {
-      200: jsonResponse(DatasetListResponse, "The datasets owned by the caller"),
+      200: jsonResponse(DatasetListResponse, "The datasets owned by the caller, by name"),
       ...errorResponses([401, "Missing or invalid access token"]),
     },
   }),
   async (c) => {
-    const datasets: { AccountName: string; DatasetName: string }[] = [];
-    return c.json({ ...envelope(200, "OK"), Data: { DatasetCount: datasets.length, DatasetList: datasets } }, 200);
+    const principal = c.get("principal");
+    return c.json(datasetList(await listVisibleDatasets(c.env.DB, principal, principal.accountName)), 200);
   },
 );
+

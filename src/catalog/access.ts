@@ -1,0 +1,129 @@
+import type { Principal } from "./accounts";
+
+/** Whoever looks at the catalog: a caller of the API, or the owner of a query being run. */
+export type Viewer = Pick<Principal, "accountId">;
+import { isAccountName, isDataName, isDatasetName } from "./names";
+
+/** What a caller may do with a dataset (DECISIONS §4). */
+export type Access = "none" | "read" | "write" | "owner";
+
+export interface DatasetRecord {
+  id: string;
+  accountId: string;
+  accountName: string;
+  name: string;
+  visibility: "private" | "public";
+  description: string;
+  createdAt: string;
+  updatedAt: string;
+}
+
+export interface DataItemRecord {
+  id: string;
+  datasetId: string;
+  name: string;
+  version: string;
+  objectKey: string;
+  size: number;
+  rowCount: number;
+  schema: string;
+  deliveryType: "RAW" | "GZIP";
+  contentHash: string;
+  uploadedAt: string;
+}
+
+/**
+ * The visibility rule, the one place it is written: a caller sees a dataset
+ * it owns, holds a grant on, or that is public; writing needs ownership or
+ * a write grant.
+ */
+export function accessOf(
+  principal: Viewer,
+  dataset: { accountId: string; visibility: string },
+  grant: string | null,
+): Access {
+  if (dataset.accountId === principal.accountId) return "owner";
+  if (grant === "write") return "write";
+  if (grant === "read" || dataset.visibility === "public") return "read";
+  return "none";
+}
+
+export const canRead = (access: Access) => access !== "none";
+export const canWrite = (access: Access) => access === "write" || access === "owner";
+
+const DATASET_COLUMNS = `d.id AS id, d.account_id AS accountId, a.name AS accountName, d.name AS name,
+  d.visibility AS visibility, d.description AS description, d.created_at AS createdAt, d.updated_at AS updatedAt`;
+
+/**
+ * A dataset and the caller's access to it, or null when it does not exist or
+ * its name breaks the rules. Callers must treat `access: "none"` exactly like
+ * null, so that what a caller may not see is indistinguishable from nothing.
+ */
+export async function findDataset(
+  db: D1Database,
+  principal: Viewer,
+  accountName: string,
+  datasetName: string,
+): Promise<{ dataset: DatasetRecord; access: Access } | null> {
+  if (!isAccountName(accountName) || !isDatasetName(datasetName)) return null;
+  const row = await db
+    .prepare(
+      `SELECT ${DATASET_COLUMNS}, g.permission AS grantPermission
+       FROM datasets d JOIN accounts a ON a.id = d.account_id
+       LEFT JOIN grants g ON g.dataset_id = d.id AND g.account_id = ?
+       WHERE a.name = ? AND d.name = ?`,
+    )
+    .bind(principal.accountId, accountName, datasetName)
+    .first<DatasetRecord & { grantPermission: string | null }>();
+  if (!row) return null;
+  const { grantPermission, ...dataset } = row;
+  return { dataset, access: accessOf(principal, dataset, grantPermission) };
+}
+
+/** A data item the caller may read, or null for one that does not exist or that the caller may not see. */
+export async function findReadableDataItem(
+  db: D1Database,
+  principal: Viewer,
+  accountName: string,
+  datasetName: string,
+  dataName: string,
+): Promise<{ dataset: DatasetRecord; item: DataItemRecord } | null> {
+  if (!isDataName(dataName)) return null;
+  const found = await findDataset(db, principal, accountName, datasetName);
+  if (!found || !canRead(found.access)) return null;
+  const item = await findDataItem(db, found.dataset.id, dataName);
+  return item ? { dataset: found.dataset, item } : null;
+}
+
+/** A data item of a dataset by name, without any access check. */
+export async function findDataItem(db: D1Database, datasetId: string, name: string): Promise<DataItemRecord | null> {
+  return db
+    .prepare(
+      `SELECT id, dataset_id AS datasetId, name, version, object_key AS objectKey, size, row_count AS rowCount,
+              schema, delivery_type AS deliveryType, content_hash AS contentHash, uploaded_at AS uploadedAt
+       FROM data_items WHERE dataset_id = ? AND name = ?`,
+    )
+    .bind(datasetId, name)
+    .first<DataItemRecord>();
+}
+
+/** The datasets of an account that the caller sees, by name. */
+export async function listVisibleDatasets(
+  db: D1Database,
+  principal: Viewer,
+  accountName: string,
+): Promise<DatasetRecord[]> {
+  if (!isAccountName(accountName)) return [];
+  const { results } = await db
+    .prepare(
+      `SELECT ${DATASET_COLUMNS}, g.permission AS grantPermission
+       FROM datasets d JOIN accounts a ON a.id = d.account_id
+       LEFT JOIN grants g ON g.dataset_id = d.id AND g.account_id = ?
+       WHERE a.name = ? ORDER BY d.name`,
+    )
+    .bind(principal.accountId, accountName)
+    .all<DatasetRecord & { grantPermission: string | null }>();
+  return results
+    .filter((row) => canRead(accessOf(principal, row, row.grantPermission)))
+    .map(({ grantPermission: _grant, ...dataset }) => dataset);
+}

@@ -1,0 +1,177 @@
+import { randomToken } from "../util/crypto";
+import type { DatasetRecord } from "./access";
+
+/** A replaced or deleted object stays this long, so queries already reading it can finish. */
+export const ORPHAN_GRACE_SECONDS = 3600;
+
+export interface DatasetSettings {
+  visibility?: "private" | "public";
+  description?: string;
+}
+
+/** Creates a dataset under an account, or applies the settings to the existing one; says which happened. */
+export async function putDataset(
+  db: D1Database,
+  accountId: string,
+  name: string,
+  settings: DatasetSettings,
+  now: string,
+): Promise<"created" | "updated"> {
+  const inserted = await db
+    .prepare(
+      `INSERT OR IGNORE INTO datasets (id, account_id, name, visibility, description, created_at, updated_at)
+       VALUES (?, ?, ?, ?, ?, ?, ?)`,
+    )
+    .bind(randomToken(16), accountId, name, settings.visibility ?? "private", settings.description ?? "", now, now)
+    .run();
+  if (inserted.meta.changes === 1) return "created";
+  if (settings.visibility !== undefined || settings.description !== undefined)
+    await db
+      .prepare(
+        `UPDATE datasets SET visibility = coalesce(?, visibility), description = coalesce(?, description), updated_at = ?
+         WHERE account_id = ? AND name = ?`,
+      )
+      .bind(settings.visibility ?? null, settings.description ?? null, now, accountId, name)
+      .run();
+  return "updated";
+}
+
+/**
+ * Deletes a dataset with its grants and data items. The R2 objects are
+ * listed as orphans in the same transaction, so none is forgotten; they are
+ * removed once queries that may still read them have had time to finish.
+ */
+export async function deleteDataset(db: D1Database, dataset: DatasetRecord, deleteAfter: string): Promise<void> {
+  await db.batch([
+    db
+      .prepare(
+        `INSERT OR IGNORE INTO orphan_objects (object_key, reason, delete_after)
+         SELECT object_key, 'dataset deleted', ? FROM data_items WHERE dataset_id = ?`,
+      )
+      .bind(deleteAfter, dataset.id),
+    db.prepare("DELETE FROM data_items WHERE dataset_id = ?").bind(dataset.id),
+    db.prepare("DELETE FROM grants WHERE dataset_id = ?").bind(dataset.id),
+    db.prepare("DELETE FROM datasets WHERE id = ?").bind(dataset.id),
+  ]);
+}
+
+/** Gives an account read or write access to a dataset (replacing an earlier grant). */
+export async function grantAccess(
+  db: D1Database,
+  datasetId: string,
+  accountId: string,
+  permission: "read" | "write",
+  now: string,
+): Promise<void> {
+  await db
+    .prepare(
+      `INSERT INTO grants (dataset_id, account_id, permission, granted_at) VALUES (?, ?, ?, ?)
+       ON CONFLICT (dataset_id, account_id) DO UPDATE SET permission = excluded.permission, granted_at = excluded.granted_at`,
+    )
+    .bind(datasetId, accountId, permission, now)
+    .run();
+}
+
+/** Removes an account's grant; false when there was none. */
+export async function revokeAccess(db: D1Database, datasetId: string, accountId: string): Promise<boolean> {
+  const result = await db
+    .prepare("DELETE FROM grants WHERE dataset_id = ? AND account_id = ?")
+    .bind(datasetId, accountId)
+    .run();
+  return result.meta.changes === 1;
+}
+
+/** Account id by name, or null. */
+export async function findAccountId(db: D1Database, name: string): Promise<string | null> {
+  const row = await db.prepare("SELECT id FROM accounts WHERE name = ?").bind(name).first<{ id: string }>();
+  return row?.id ?? null;
+}
+
+/** The names of a dataset's data items, in name order. */
+export async function listDataItemNames(db: D1Database, datasetId: string): Promise<string[]> {
+  const { results } = await db
+    .prepare("SELECT name FROM data_items WHERE dataset_id = ? ORDER BY name")
+    .bind(datasetId)
+    .all<{ name: string }>();
+  return results.map((row) => row.name);
+}
+
+/** Deletes one data item; its object becomes an orphan in the same transaction. False when there was none. */
+export async function deleteDataItem(
+  db: D1Database,
+  datasetId: string,
+  name: string,
+  deleteAfter: string,
+): Promise<boolean> {
+  const [, deleted] = await db.batch([
+    db
+      .prepare(
+        `INSERT OR IGNORE INTO orphan_objects (object_key, reason, delete_after)
+         SELECT object_key, 'data item deleted', ? FROM data_items WHERE dataset_id = ? AND name = ?`,
+      )
+      .bind(deleteAfter, datasetId, name),
+    db.prepare("DELETE FROM data_items WHERE dataset_id = ? AND name = ?").bind(datasetId, name),
+  ]);
+  return deleted?.meta.changes === 1;
+}
+
+export interface NewVersion {
+  datasetId: string;
+  version: string;
+  name: string;
+  objectKey: string;
+  size: number;
+  rowCount: number;
+  schema: string;
+  deliveryType: "RAW" | "GZIP";
+  contentHash: string;
+  uploadedBy: string;
+}
+
+/**
+ * Makes a fully stored, valid upload the data item's current version, in one
+ * transaction: the replaced version's object becomes an orphan (deleted after
+ * the grace period) and the new object stops being one.
+ */
+export async function commitDataItemVersion(
+  db: D1Database,
+  version: NewVersion,
+  now: string,
+  replacedDeleteAfter: string,
+): Promise<void> {
+  await db.batch([
+    db
+      .prepare(
+        `INSERT OR IGNORE INTO orphan_objects (object_key, reason, delete_after)
+         SELECT object_key, 'replaced by a new version', ? FROM data_items WHERE dataset_id = ? AND name = ?`,
+      )
+      .bind(replacedDeleteAfter, version.datasetId, version.name),
+    db
+      .prepare(
+        `INSERT INTO data_items (id, dataset_id, name, version, object_key, size, row_count, schema, delivery_type,
+                                 content_hash, uploaded_by, uploaded_at, created_at)
+         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+         ON CONFLICT (dataset_id, name) DO UPDATE SET version = excluded.version, object_key = excluded.object_key,
+           size = excluded.size, row_count = excluded.row_count, schema = excluded.schema,
+           delivery_type = excluded.delivery_type, content_hash = excluded.content_hash,
+           uploaded_by = excluded.uploaded_by, uploaded_at = excluded.uploaded_at`,
+      )
+      .bind(
+        randomToken(16),
+        version.datasetId,
+        version.name,
+        version.version,
+        version.objectKey,
+        version.size,
+        version.rowCount,
+        version.schema,
+        version.deliveryType,
+        version.contentHash,
+        version.uploadedBy,
+        now,
+        now,
+      ),
+    db.prepare("DELETE FROM orphan_objects WHERE object_key = ?").bind(version.objectKey),
+    db.prepare("UPDATE datasets SET updated_at = ? WHERE id = ?").bind(now, version.datasetId),
+  ]);
+}

@@ -1,0 +1,109 @@
+import { createRoute, z } from "@hono/zod-openapi";
+import { findReadableDataItem } from "../../catalog/access";
+import { deleteDataItem, ORPHAN_GRACE_SECONDS } from "../../catalog/datasets";
+import { loadKeys } from "../../auth/keys";
+import { downloadLocation } from "../../storage/download-location";
+import { isoSeconds, nowSeconds } from "../../util/time";
+import { notFound } from "../errors";
+import { datasetFor } from "../guards";
+import { authenticated } from "../middleware/bearer-auth";
+import { createRouter } from "../router";
+import {
+  AccountNameParam,
+  DataNameParam,
+  DataSchemaResponse,
+  DatasetNameParam,
+  envelope,
+  errorResponses,
+  GeneralApiResponse,
+  jsonResponse,
+} from "../schemas";
+import { uploadRoute } from "./upload";
+
+export const dataRoutes = createRouter();
+
+const DataParams = z.object({ AccountName: AccountNameParam, DatasetName: DatasetNameParam, DataName: DataNameParam });
+
+function dataNotFound(account: string, dataset: string, data: string) {
+  return notFound(`Data ${account}/${dataset}/${data} not found, or you may not access it.`);
+}
+
+dataRoutes.route("/", uploadRoute);
+
+dataRoutes.openapi(
+  createRoute({
+    method: "get",
+    path: "/data/{AccountName}/{DatasetName}/{DataName}/rawdata",
+    tags: ["data"],
+    summary: "Download the raw uploaded file",
+    description:
+      "Redirects to a short-lived signed URL that needs no token. The bytes are exactly those uploaded (a gzipped upload stays gzipped).",
+    ...authenticated,
+    request: { params: DataParams },
+    responses: {
+      302: { description: "Redirect to the download URL" },
+      ...errorResponses([401, "Missing or invalid access token"], [404, "Data does not exist or caller may not download it"]),
+    },
+  }),
+  async (c) => {
+    const { AccountName, DatasetName, DataName } = c.req.valid("param");
+    const found = await findReadableDataItem(c.env.DB, c.get("principal"), AccountName, DatasetName, DataName);
+    if (!found) throw dataNotFound(AccountName, DatasetName, DataName);
+    const config = c.get("config");
+    const keys = await loadKeys(c.env, config);
+    const gz = found.item.deliveryType === "GZIP" && !/\.gz$/i.test(DataName);
+    const location = await downloadLocation(config, keys.urlSigningKeys[0]!, {
+      key: found.item.objectKey,
+      filename: gz ? `${DataName}.gz` : DataName,
+    });
+    c.header("Cache-Control", "no-store");
+    return c.redirect(location, 302);
+  },
+);
+
+dataRoutes.openapi(
+  createRoute({
+    method: "get",
+    path: "/data/{AccountName}/{DatasetName}/{DataName}/metadata/schema",
+    tags: ["data"],
+    summary: "The data item's schema",
+    description:
+      "The stored DataSchema as a JSON string (PascalCase keys), with the TableDefinition (given or generated) and the detected DeliveryType.",
+    ...authenticated,
+    request: { params: DataParams },
+    responses: {
+      200: jsonResponse(DataSchemaResponse, "The schema"),
+      ...errorResponses([401, "Missing or invalid access token"], [404, "Data does not exist or caller may not see it"]),
+    },
+  }),
+  async (c) => {
+    const { AccountName, DatasetName, DataName } = c.req.valid("param");
+    const found = await findReadableDataItem(c.env.DB, c.get("principal"), AccountName, DatasetName, DataName);
+    if (!found) throw dataNotFound(AccountName, DatasetName, DataName);
+    return c.json({ ...envelope(200, "OK"), Data: { Schema: found.item.schema } }, 200);
+  },
+);
+
+dataRoutes.openapi(
+  createRoute({
+    method: "delete",
+    path: "/data/{AccountName}/{DatasetName}/{DataName}",
+    tags: ["data", "experimental"],
+    summary: "Delete a data item",
+    ...authenticated,
+    request: { params: DataParams },
+    responses: {
+      200: jsonResponse(GeneralApiResponse, "The data item is deleted"),
+      ...errorResponses([401, "Missing or invalid access token"], [404, "Data does not exist or caller may not write to the dataset"]),
+    },
+  }),
+  async (c) => {
+    const { AccountName, DatasetName, DataName } = c.req.valid("param");
+    const { dataset } = await datasetFor(c, AccountName, DatasetName, "write").catch(() => {
+      throw dataNotFound(AccountName, DatasetName, DataName);
+    });
+    const deleted = await deleteDataItem(c.env.DB, dataset.id, DataName, isoSeconds(nowSeconds() + ORPHAN_GRACE_SECONDS));
+    if (!deleted) throw dataNotFound(AccountName, DatasetName, DataName);
+    return c.json(envelope(200, `Data ${AccountName}/${DatasetName}/${DataName} deleted`), 200);
+  },
+);

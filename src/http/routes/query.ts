@@ -1,0 +1,255 @@
+import { createRoute, z } from "@hono/zod-openapi";
+import { loadKeys } from "../../auth/keys";
+import { FINISHED, type QueryRecord } from "../../query/query-record";
+import { findOwnQuery, listOwnQueries, queryStub, submitQuery } from "../../query/queries";
+import { resultSchemaString } from "../../query/result-schema";
+import { downloadLocation } from "../../storage/download-location";
+import type { AppContext } from "../context";
+import { ApiError, badRequest, notFound } from "../errors";
+import { authenticated } from "../middleware/bearer-auth";
+import { queryStatusData } from "../query-wire";
+import { createRouter } from "../router";
+import {
+  DataSchemaResponse,
+  envelope,
+  errorResponses,
+  jsonResponse,
+  QueryIdParam,
+  QueryListResponse,
+  QueryResponse,
+  QueryStatusResponse,
+  SqlRequest,
+} from "../schemas";
+
+export const queryRoutes = createRouter();
+
+const MAX_WAIT_SECONDS = 30;
+const WAIT_POLL_MS = 200;
+const QueryParams = z.object({ QueryId: QueryIdParam });
+
+function queryNotFound(queryId: string) {
+  return notFound(`Query ${queryId} not found, or it is not yours.`);
+}
+
+async function ownQuery(c: AppContext, queryId: string): Promise<QueryRecord> {
+  const record = await findOwnQuery(c.env, c.get("principal"), queryId);
+  if (!record) throw queryNotFound(queryId);
+  return record;
+}
+
+/** `Prefer: wait=N` (RFC 7240), capped; 0 when absent or malformed. */
+function preferredWait(header: string | undefined): number {
+  const match = header?.match(/(?:^|[,;\s])wait\s*=\s*(\d+)/i);
+  return match ? Math.min(Number(match[1]), MAX_WAIT_SECONDS) : 0;
+}
+
+queryRoutes.openapi(
+  createRoute({
+    method: "post",
+    path: "/query",
+    tags: ["query"],
+    summary: "Submit an SQL query; it runs asynchronously",
+    description: `SQLite's dialect, one read-only statement (SELECT, WITH … SELECT, VALUES). Name a data item as AccountName.DatasetName.DataName (parts bare, "quoted" or \`quoted\`, or the whole name in backticks). Only a malformed request is refused here; anything wrong with the SQL itself makes the query end failed with a message. Headers: Idempotency-Key (a retried submit returns the same QueryId) and Prefer: wait=N (N ≤ ${MAX_WAIT_SECONDS}: hold the response until the query ends or N seconds pass).`,
+    ...authenticated,
+    request: {
+      headers: z.object({
+        "idempotency-key": z.string().min(1).max(200).optional(),
+        prefer: z.string().optional(),
+      }),
+      body: { required: true, content: { "application/json": { schema: SqlRequest } } },
+    },
+    responses: {
+      200: jsonResponse(QueryResponse, "The query is queued (or, with Prefer: wait, has ended or is still going)"),
+      ...errorResponses(
+        [400, "No JSON body, no Sql string, empty or over-long text, or an Idempotency-Key reused with other SQL"],
+        [401, "Missing or invalid access token"],
+        [503, "The query could not be queued"],
+      ),
+    },
+  }),
+  async (c) => {
+    const { Sql } = c.req.valid("json");
+    const limits = c.get("config").query;
+    if (Sql.trim() === "") throw badRequest("Sql is empty; send one SELECT statement.");
+    if (Sql.length > limits.maxSqlLength)
+      throw badRequest(`Sql is ${Sql.length} characters long; the limit is ${limits.maxSqlLength}.`);
+    const headers = c.req.valid("header");
+    const submitted = await submitQuery(c.env, c.get("principal"), Sql, headers["idempotency-key"] ?? null);
+    if (!submitted.ok) {
+      if (submitted.reason === "idempotency_conflict")
+        throw badRequest("This Idempotency-Key was already used for different SQL; use a new key for a new query.");
+      throw new ApiError(503, "The query could not be queued; submit it again shortly.");
+    }
+    const wait = preferredWait(headers.prefer);
+    let record = submitted.record;
+    if (wait > 0) {
+      const deadline = Date.now() + wait * 1000;
+      const stub = queryStub(c.env, submitted.queryId);
+      while (!FINISHED.has(record.status) && Date.now() < deadline) {
+        await new Promise((resolve) => setTimeout(resolve, WAIT_POLL_MS));
+        record = (await stub.get()) ?? record;
+      }
+      c.header("Preference-Applied", `wait=${wait}`);
+    }
+    const message = submitted.replayed
+      ? `The query with this Idempotency-Key was submitted before; it is ${record.status}.`
+      : FINISHED.has(record.status)
+        ? `The query ${record.status}.`
+        : `The query is ${record.status}.`;
+    return c.json({ ...envelope(200, message), Data: { QueryId: submitted.queryId } }, 200);
+  },
+);
+
+queryRoutes.openapi(
+  createRoute({
+    method: "get",
+    path: "/query/{QueryId}/status",
+    tags: ["query"],
+    summary: "The query's state, message, result size and timings",
+    ...authenticated,
+    request: { params: QueryParams },
+    responses: {
+      200: jsonResponse(QueryStatusResponse, "The status"),
+      ...errorResponses([401, "Missing or invalid access token"], [404, "Query does not exist or is not the caller's"]),
+    },
+  }),
+  async (c) => {
+    const record = await ownQuery(c, c.req.valid("param").QueryId);
+    return c.json({ ...envelope(200, "OK"), Data: queryStatusData(record) }, 200);
+  },
+);
+
+queryRoutes.openapi(
+  createRoute({
+    method: "get",
+    path: "/query/{QueryId}/results/rawdata",
+    tags: ["query"],
+    summary: "Download the result (CSV)",
+    description:
+      "Redirects to a short-lived signed URL of the result CSV (header row, UTF-8, \\n line ends, RFC 4180 quoting, NULL as an empty field).",
+    ...authenticated,
+    request: { params: QueryParams },
+    responses: {
+      302: { description: "Redirect to the download URL of the result" },
+      ...errorResponses(
+        [400, "The query is still running, or it failed or was cancelled (the message says which and why)"],
+        [401, "Missing or invalid access token"],
+        [404, "Query does not exist or is not the caller's"],
+        [410, "The result has expired and was deleted"],
+      ),
+    },
+  }),
+  async (c) => {
+    const record = await ownQuery(c, c.req.valid("param").QueryId);
+    switch (record.status) {
+      case "queued":
+      case "running":
+        throw badRequest(`Query ${record.queryId} is still running (${record.status}); try again when it has succeeded.`);
+      case "failed":
+      case "cancelled":
+        throw badRequest(`Query ${record.queryId} has no result: it ${record.status}. ${record.message}`);
+      case "succeeded":
+        break;
+    }
+    if (!record.resultKey)
+      throw new ApiError(410, `The result of query ${record.queryId} expired at ${record.expiresAt} and was deleted; run the query again.`);
+    const config = c.get("config");
+    const keys = await loadKeys(c.env, config);
+    const location = await downloadLocation(config, keys.urlSigningKeys[0]!, {
+      key: record.resultKey,
+      filename: `${record.queryId}.csv`,
+    });
+    c.header("Cache-Control", "no-store");
+    return c.redirect(location, 302);
+  },
+);
+
+queryRoutes.openapi(
+  createRoute({
+    method: "get",
+    path: "/query/{QueryId}/results/metadata/schema",
+    tags: ["query"],
+    summary: "The result's schema",
+    description: "The result's DataSchema (column names and types as the engine reports them); 404 until the query has succeeded.",
+    ...authenticated,
+    request: { params: QueryParams },
+    responses: {
+      200: jsonResponse(DataSchemaResponse, "The result schema"),
+      ...errorResponses([401, "Missing or invalid access token"], [404, "No such query of the caller's, or no result yet"]),
+    },
+  }),
+  async (c) => {
+    const record = await ownQuery(c, c.req.valid("param").QueryId);
+    if (record.status !== "succeeded" || !record.resultColumns)
+      throw notFound(`Query ${record.queryId} has no result schema: it is ${record.status}.`);
+    return c.json({ ...envelope(200, "OK"), Data: { Schema: resultSchemaString(record.resultColumns) } }, 200);
+  },
+);
+
+queryRoutes.openapi(
+  createRoute({
+    method: "post",
+    path: "/query/{QueryId}/cancel",
+    tags: ["query", "experimental"],
+    summary: "Cancel a queued or running query",
+    ...authenticated,
+    request: { params: QueryParams },
+    responses: {
+      200: jsonResponse(QueryStatusResponse, "The query is cancelled"),
+      ...errorResponses(
+        [400, "The query has already ended"],
+        [401, "Missing or invalid access token"],
+        [404, "Query does not exist or is not the caller's"],
+      ),
+    },
+  }),
+  async (c) => {
+    const record = await ownQuery(c, c.req.valid("param").QueryId);
+    const cancelled = await queryStub(c.env, record.queryId).cancel();
+    if (!cancelled.ok)
+      throw badRequest(`Query ${record.queryId} has already ended (${cancelled.record?.status ?? record.status}); nothing to cancel.`);
+    return c.json({ ...envelope(200, "Cancelled"), Data: queryStatusData(cancelled.record) }, 200);
+  },
+);
+
+const CursorSchema = z.object({ createdAt: z.string(), id: z.string() });
+
+queryRoutes.openapi(
+  createRoute({
+    method: "get",
+    path: "/me/queries",
+    tags: ["user", "experimental"],
+    summary: "The caller's queries, newest first",
+    ...authenticated,
+    request: {
+      query: z.object({
+        limit: z.coerce.number().int().min(1).max(100).default(20).openapi({ description: "Page size, 1-100" }),
+        cursor: z.string().optional().openapi({ description: "NextCursor of the previous page" }),
+      }),
+    },
+    responses: {
+      200: jsonResponse(QueryListResponse, "One page of the caller's queries"),
+      ...errorResponses([400, "Invalid limit or cursor"], [401, "Missing or invalid access token"]),
+    },
+  }),
+  async (c) => {
+    const { limit, cursor } = c.req.valid("query");
+    let position: z.infer<typeof CursorSchema> | null = null;
+    if (cursor) {
+      try {
+        position = CursorSchema.parse(JSON.parse(atob(cursor.replace(/-/g, "+").replace(/_/g, "/"))));
+      } catch {
+        throw badRequest("cursor is not one this service handed out; pass NextCursor from the previous page.");
+      }
+    }
+    const page = await listOwnQueries(c.env, c.get("principal"), { limit, cursor: position });
+    const next = page.next ? btoa(JSON.stringify(page.next)).replace(/\+/g, "-").replace(/\//g, "_") : null;
+    return c.json(
+      {
+        ...envelope(200, "OK"),
+        Data: { QueryCount: page.records.length, QueryList: page.records.map(queryStatusData), NextCursor: next },
+      },
+      200,
+    );
+  },
+);

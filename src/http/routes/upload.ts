@@ -1,0 +1,72 @@
+import { createRoute, z } from "@hono/zod-openapi";
+import { uploadDataItem } from "../../catalog/upload";
+import type { AppContext } from "../context";
+import { ApiError } from "../errors";
+import { datasetFor, validateNamesForWrite } from "../guards";
+import { authenticated, requireAuth } from "../middleware/bearer-auth";
+import { createRouter } from "../router";
+import {
+  AccountNameParam,
+  DataNameParam,
+  DatasetNameParam,
+  DataUploadRequest,
+  envelope,
+  errorResponses,
+  GeneralApiResponse,
+  jsonResponse,
+} from "../schemas";
+
+export const uploadRoute = createRouter();
+
+const PATH = "/data/{AccountName}/{DatasetName}/{DataName}";
+
+// Documented from the same definition as the other routes, but served by a
+// plain handler: a validator for a multipart body would read it whole, and
+// this body must stream.
+uploadRoute.openAPIRegistry.registerPath(
+  createRoute({
+    method: "post",
+    path: PATH,
+    tags: ["data"],
+    summary: "Upload a CSV file (optionally gzipped) as a data item",
+    description:
+      "Parts, in this order: Schema (optional, JSON of DataSchema), ForceGenerateTableDefinition (optional, true/false), Data (the file, exactly one). Without a TableDefinition, or with ForceGenerateTableDefinition=true, the table definition is generated from the file; otherwise every row is checked against it. Replacing an existing data item is atomic.",
+    ...authenticated,
+    request: {
+      params: z.object({ AccountName: AccountNameParam, DatasetName: DatasetNameParam, DataName: DataNameParam }),
+      body: { required: true, content: { "multipart/form-data": { schema: DataUploadRequest } } },
+    },
+    responses: {
+      200: jsonResponse(GeneralApiResponse, "The file is registered"),
+      ...errorResponses(
+        [400, "Multiple files received, a missing or malformed part, or a file that breaks its schema"],
+        [401, "Missing or invalid access token"],
+        [404, "Dataset does not exist or caller is not eligible to upload"],
+        [413, "The file is larger than the upload limit"],
+        [415, "The body is not multipart/form-data"],
+      ),
+    },
+  }),
+);
+
+uploadRoute.post("/data/:AccountName/:DatasetName/:DataName", requireAuth, async (c: AppContext) => {
+  const { AccountName, DatasetName, DataName } = c.req.param() as Record<string, string>;
+  validateNamesForWrite({ account: AccountName!, dataset: DatasetName!, data: DataName! });
+  const { dataset } = await datasetFor(c, AccountName!, DatasetName!, "write");
+  const length = c.req.header("content-length");
+  const outcome = await uploadDataItem(
+    { db: c.env.DB, bucket: c.env.BUCKET, config: c.get("config") },
+    c.get("principal"),
+    dataset,
+    DataName!,
+    { body: c.req.raw.body, contentType: c.req.header("content-type"), contentLength: length ? Number(length) : null },
+  );
+  if (!outcome.ok) throw new ApiError(outcome.status, outcome.message);
+  return c.json(
+    envelope(
+      200,
+      `Registered ${AccountName}/${DatasetName}/${DataName}: ${outcome.rowCount} rows, ${outcome.columns} columns, ${outcome.size} bytes${outcome.deliveryType === "GZIP" ? " (gzip)" : ""}.`,
+    ),
+    200,
+  );
+});

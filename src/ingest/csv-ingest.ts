@@ -1,0 +1,178 @@
+import { CsvRowReader, type ReadRows } from "./csv-rows";
+import type { Column, DataOptions, DeliveryType, TableDefinition } from "./data-schema";
+import { RowRouter } from "./row-router";
+import type { Violation } from "./table-check";
+import { openUploadBytes, type RawCopy } from "./upload-bytes";
+import { Utf8Text, type DecodedText } from "./utf8-text";
+
+export type { Violation } from "./table-check";
+
+/** How many problems are listed before the ingest stops reading. */
+export const MAX_VIOLATIONS = 5;
+/** Default bound on one row's text (characters), which is what an unclosed quote would otherwise buffer. */
+export const DEFAULT_MAX_ROW_CHARS = 8 * 1024 * 1024;
+
+export interface IngestLimits {
+  /** Bytes of CSV after gunzip (or as uploaded, for raw files); more answers 413. */
+  maxDecompressedBytes: number;
+  /** Longest row, in characters, kept while looking for its end; default `DEFAULT_MAX_ROW_CHARS`. */
+  maxRowChars?: number;
+}
+
+export interface IngestOptions {
+  /** The table to check the file against; without it the table is generated from the file. */
+  tableDefinition?: TableDefinition;
+  /** Header row and delimiter; by default a header row and commas. */
+  dataOptions?: Partial<DataOptions>;
+  limits: IngestLimits;
+  /**
+   * Where to write the upload's bytes exactly as received (gzip stays gzip), for example the writable
+   * side of a FixedLengthStream whose readable goes to R2. Each chunk is written before it is parsed
+   * and the write is awaited, so the slower side sets the pace and nothing piles up in memory (unlike
+   * `tee()`). It is closed when the result is ok and aborted otherwise, so a store fed by it fails.
+   */
+  copyTo?: WritableStream<Uint8Array>;
+}
+
+export type IngestResult =
+  | { ok: true; rowCount: number; columns: Column[]; deliveryType: DeliveryType; decompressedBytes: number }
+  | { ok: false; status: 400 | 413; message: string; violations?: Violation[] };
+
+/**
+ * Reads an uploaded CSV file (raw or gzip) and checks it against a table or generates one, in flat memory.
+ * Contract: reads `stream` to its end, or cancels it on an early stop (so a `tee()` sibling never stalls),
+ * and throws only when the stream itself (or `copyTo`) fails.
+ */
+export async function ingestCsv(stream: ReadableStream<Uint8Array>, options: IngestOptions): Promise<IngestResult> {
+  const copy = options.copyTo?.getWriter();
+  let result: IngestResult | undefined;
+  try {
+    result = await ingestStream(stream, options, copy && ((chunk) => copy.write(chunk)));
+    return result;
+  } finally {
+    if (copy) await settleCopy(copy, result);
+  }
+}
+
+// A store fed by the copy must only ever keep a file that was accepted.
+async function settleCopy(copy: WritableStreamDefaultWriter<Uint8Array>, result: IngestResult | undefined) {
+  if (result?.ok) return copy.close();
+  const reason = new Error(result ? result.message : "The upload failed.");
+  await copy.abort(reason).catch(() => undefined);
+}
+
+async function ingestStream(
+  stream: ReadableStream<Uint8Array>,
+  options: IngestOptions,
+  copy: RawCopy | undefined,
+): Promise<IngestResult> {
+  const bytes = await openUploadBytes(stream, copy);
+  const run = new IngestRun(options, bytes.deliveryType);
+  let reachedEnd = false;
+  try {
+    for (;;) {
+      const chunk = await bytes.read();
+      if (chunk.kind === "bad-gzip")
+        return fail(400, `The file starts like gzip but cannot be decompressed: ${chunk.message}.`);
+      if (chunk.kind === "end") break;
+      const stop = run.takeBytes(chunk.bytes);
+      if (stop) return stop;
+    }
+    reachedEnd = true;
+    return run.finish();
+  } finally {
+    if (!reachedEnd) await bytes.cancel();
+  }
+}
+
+function fail(status: 400 | 413, message: string, violations?: Violation[]): IngestResult {
+  return violations ? { ok: false, status, message, violations } : { ok: false, status, message };
+}
+
+/** The state of one ingest between chunks; each step returns a failure to stop at, or undefined to go on. */
+class IngestRun {
+  private readonly utf8 = new Utf8Text();
+  private readonly rows: CsvRowReader;
+  private readonly router: RowRouter;
+  private readonly hasHeader: boolean;
+  private readonly maxRowChars: number;
+  private decompressedBytes = 0;
+
+  constructor(
+    private readonly options: IngestOptions,
+    private readonly deliveryType: DeliveryType,
+  ) {
+    this.hasHeader = options.dataOptions?.Header ?? true;
+    this.maxRowChars = options.limits.maxRowChars ?? DEFAULT_MAX_ROW_CHARS;
+    this.rows = new CsvRowReader(options.dataOptions?.Delimiter ?? ",", this.maxRowChars);
+    this.router = new RowRouter(options.tableDefinition, this.hasHeader, MAX_VIOLATIONS);
+  }
+
+  takeBytes(bytes: Uint8Array): IngestResult | undefined {
+    this.decompressedBytes += bytes.length;
+    const limit = this.options.limits.maxDecompressedBytes;
+    if (this.decompressedBytes > limit) {
+      const decompressed = this.deliveryType === "GZIP" ? " once decompressed" : "";
+      return fail(413, `The file is larger than the limit of ${limit} bytes${decompressed}.`);
+    }
+    return this.takeText(this.utf8.decode(bytes)) ?? this.violationStop();
+  }
+
+  finish(): IngestResult {
+    const stop = this.takeText(this.utf8.end()) ?? this.takeRows(this.rows.end());
+    if (stop) return stop;
+    const router = this.router;
+    if (!router.sawContent && this.hasHeader) {
+      return fail(400, "The file is empty: a header row was expected (DataOptions.Header is true).");
+    }
+    if (router.violations.items.length > 0) return this.violationFailure();
+    const columns = router.columns();
+    if (columns === undefined)
+      return fail(400, "The file is empty: there are no rows to generate a TableDefinition from.");
+    return {
+      ok: true,
+      rowCount: router.rowCount,
+      columns,
+      deliveryType: this.deliveryType,
+      decompressedBytes: this.decompressedBytes,
+    };
+  }
+
+  private takeText(decoded: DecodedText): IngestResult | undefined {
+    if (decoded.ok) return this.takeRows(this.rows.push(decoded.text));
+    // Parse up to the bad byte so the message can name the row it is in.
+    const before = this.rows.push(decoded.validText, true);
+    if (before.ok) this.router.take(before);
+    const where = `byte offset ${decoded.offset}${this.deliveryType === "GZIP" ? " of the decompressed data" : ""}, in ${this.router.nextRowDescription()}`;
+    const what =
+      decoded.byte === undefined
+        ? `it ends in the middle of a character (at ${where})`
+        : `byte 0x${decoded.byte.toString(16).toUpperCase().padStart(2, "0")} at ${where} is not part of a valid character`;
+    return fail(400, `The file is not valid UTF-8: ${what}. Save the file as UTF-8 and upload it again.`);
+  }
+
+  private takeRows(read: ReadRows): IngestResult | undefined {
+    if (read.ok) {
+      this.router.take(read);
+      return undefined;
+    }
+    return fail(
+      400,
+      `The file has a row longer than ${this.maxRowChars} characters (at ${this.router.nextRowDescription()}); usually a quoted field is never closed.`,
+    );
+  }
+
+  private violationStop(): IngestResult | undefined {
+    return this.router.violations.full ? this.violationFailure() : undefined;
+  }
+
+  private violationFailure(): IngestResult {
+    const { items, full } = this.router.violations;
+    const intro = this.options.tableDefinition
+      ? "The file does not match the TableDefinition"
+      : "Cannot generate a TableDefinition from the file";
+    const list = items.map((violation) => violation.message).join("; ");
+    const stopped = full ? ` (only the first ${items.length} problems are listed)` : "";
+    return fail(400, `${intro}: ${list}${stopped}.`, items);
+  }
+}

@@ -1,0 +1,115 @@
+import type { Column, TableDefinition } from "./data-schema";
+import type { RowBatch } from "./csv-rows";
+import {
+  TableInference,
+  TableValidator,
+  ViolationList,
+  namesFromHeader,
+  positionalNames,
+  type RowSink,
+} from "./table-check";
+
+// A blank line is a row with one empty field; kept as one shared value so deferring it allocates nothing.
+const BLANK_ROW: readonly string[] = [""];
+
+/**
+ * Sends parsed rows where they belong: the first one to the header (when
+ * the file has one), the rest to the table check or inference, counting
+ * data rows from 1. Blank lines before the first row and after the last
+ * are ignored; blank lines in between are rows (NULL in a one-column
+ * table, a field-count violation otherwise).
+ */
+export class RowRouter {
+  /** Data rows accepted so far (header excluded). */
+  rowCount = 0;
+  /** Whether any non-blank line was seen. */
+  sawContent = false;
+  readonly violations: ViolationList;
+  private sink: RowSink | undefined;
+  private inference: TableInference | undefined;
+  private headerPending: boolean;
+  private blankRun = 0;
+
+  constructor(
+    private readonly tableDefinition: TableDefinition | undefined,
+    hasHeader: boolean,
+    maxViolations: number,
+  ) {
+    this.headerPending = hasHeader;
+    this.violations = new ViolationList(maxViolations);
+    if (tableDefinition) this.sink = new TableValidator(tableDefinition.Columns);
+  }
+
+  /** Routes a batch of rows; stops early once the violation list is full. */
+  take(batch: RowBatch): void {
+    const { rows, malformedRows } = batch;
+    for (let index = 0; index < rows.length; index++) {
+      const fields = rows[index]!;
+      const malformed = malformedRows.length > 0 && malformedRows.includes(index);
+      if (fields.length === 1 && fields[0] === "" && !malformed) {
+        // Only counted once something follows, so trailing blank lines vanish.
+        if (this.sawContent) this.blankRun++;
+        continue;
+      }
+      this.sawContent = true;
+      for (; this.blankRun > 0; this.blankRun--) this.route(BLANK_ROW, false);
+      this.route(fields, malformed);
+      if (this.violations.full) return;
+    }
+  }
+
+  /** Where the next row would be, for messages: "the header row" or "data row N". */
+  nextRowDescription(): string {
+    return this.headerPending ? "the header row" : `data row ${this.rowCount + this.blankRun + 1}`;
+  }
+
+  /** Columns of the table: the given ones, or the generated ones (undefined when no row defined them). */
+  columns(): Column[] | undefined {
+    return this.tableDefinition?.Columns ?? this.inference?.columns();
+  }
+
+  private route(fields: readonly string[], malformed: boolean): void {
+    if (this.headerPending) {
+      this.headerPending = false;
+      this.takeHeader(fields, malformed);
+      return;
+    }
+    if (this.sink === undefined) this.sink = this.startInference(positionalNames(fields.length));
+    const row = ++this.rowCount;
+    if (malformed) {
+      this.violations.add({ row, message: `row ${row}: ${MALFORMED_QUOTES}` });
+    } else if (fields.length !== this.sink.width) {
+      const blank = fields === BLANK_ROW ? " (the line is blank)" : "";
+      this.violations.add({
+        row,
+        message: `row ${row} has ${plural(fields.length, "field")}${blank}, expected ${this.sink.width}`,
+      });
+    } else {
+      this.sink.accept(fields, row, this.violations);
+    }
+  }
+
+  private takeHeader(fields: readonly string[], malformed: boolean): void {
+    if (malformed) this.violations.add({ row: 0, message: `the header row: ${MALFORMED_QUOTES}` });
+    if (this.sink === undefined) {
+      this.sink = this.startInference(namesFromHeader(fields));
+    } else if (fields.length !== this.sink.width) {
+      this.violations.add({
+        row: 0,
+        message: `the header row has ${plural(fields.length, "field")}, but the TableDefinition has ${plural(this.sink.width, "column")}`,
+      });
+    }
+  }
+
+  private startInference(names: string[]): TableInference {
+    this.inference = new TableInference(names);
+    return this.inference;
+  }
+}
+
+const MALFORMED_QUOTES =
+  "a quoted field is not closed properly (a field that starts with a double quote must end with one, followed by the delimiter or a line break; a quote inside it is written twice)";
+
+function plural(count: number, noun: string): string {
+  return `${count} ${noun}${count === 1 ? "" : "s"}`;
+}

@@ -1,0 +1,140 @@
+import { generatedColumn, type Column } from "./data-schema";
+import { clipValue, quoteForMessage } from "./quote";
+import {
+  INFER_ALL,
+  TYPE_EXPECTATIONS,
+  inferredType,
+  narrowCandidates,
+  valueCheck,
+  type ValueCheck,
+} from "./value-types";
+
+/** One problem in the file. `row` counts data rows from 1 (header excluded), 0 being the header; `value` is cut at 200 characters. */
+export interface Violation {
+  row: number;
+  column?: string;
+  value?: string;
+  message: string;
+}
+
+/** Collects violations up to a limit; the ingest stops reading once it is full. */
+export class ViolationList {
+  readonly items: Violation[] = [];
+  constructor(private readonly limit: number) {}
+
+  get full(): boolean {
+    return this.items.length >= this.limit;
+  }
+
+  add(violation: Violation): void {
+    if (!this.full) this.items.push(violation);
+  }
+}
+
+/** Receives the data rows of the file, one at a time, in order. */
+export interface RowSink {
+  /** Number of fields every row must have. */
+  readonly width: number;
+  /** Takes a row that already has `width` fields. */
+  accept(fields: readonly string[], row: number, violations: ViolationList): void;
+}
+
+/** Checks rows against a given TableDefinition: each value convertible, NULL only where allowed. */
+export class TableValidator implements RowSink {
+  readonly width: number;
+  private readonly names: string[];
+  private readonly nullable: boolean[];
+  private readonly checks: (ValueCheck | undefined)[];
+  private readonly types: Column["DataType"]["DataType"][];
+
+  constructor(columns: readonly Column[]) {
+    this.width = columns.length;
+    this.names = columns.map((column) => column.Name);
+    this.nullable = columns.map((column) => column.DataType.DataTypeOptions.Nullable);
+    this.types = columns.map((column) => column.DataType.DataType);
+    // STRING accepts everything, so its fields are not visited at all when the column is nullable.
+    this.checks = this.types.map((type) => (type === "STRING" ? undefined : valueCheck(type)));
+  }
+
+  accept(fields: readonly string[], row: number, violations: ViolationList): void {
+    for (let column = 0; column < this.width; column++) {
+      const value = fields[column]!;
+      if (value.length === 0) {
+        if (!this.nullable[column]) {
+          violations.add({
+            row,
+            column: this.names[column]!,
+            value,
+            message: `row ${row}, column ${quoteForMessage(this.names[column]!)}: the value is empty, but the column is not nullable`,
+          });
+        }
+        continue;
+      }
+      const check = this.checks[column];
+      if (check !== undefined && !check(value)) {
+        const type = this.types[column]!;
+        violations.add({
+          row,
+          column: this.names[column]!,
+          value: clipValue(value),
+          message: `row ${row}, column ${quoteForMessage(this.names[column]!)}: ${quoteForMessage(value)} is not a valid ${type} (expected ${TYPE_EXPECTATIONS[type]})`,
+        });
+      }
+    }
+  }
+}
+
+/** Works out each column's narrowest type from every non-empty value it holds. */
+export class TableInference implements RowSink {
+  readonly width: number;
+  private readonly candidates: Uint8Array;
+  private readonly sawValue: Uint8Array;
+
+  constructor(private readonly names: readonly string[]) {
+    this.width = names.length;
+    this.candidates = new Uint8Array(this.width).fill(INFER_ALL);
+    this.sawValue = new Uint8Array(this.width);
+  }
+
+  accept(fields: readonly string[]): void {
+    const candidates = this.candidates;
+    for (let column = 0; column < this.width; column++) {
+      const value = fields[column]!;
+      if (value.length === 0) continue;
+      this.sawValue[column] = 1;
+      const left = candidates[column]!;
+      if (left !== 0) candidates[column] = narrowCandidates(left, value);
+    }
+  }
+
+  /** The generated TableDefinition columns, all nullable. */
+  columns(): Column[] {
+    return this.names.map((name, column) =>
+      generatedColumn(name, inferredType(this.candidates[column]!, this.sawValue[column] === 1)),
+    );
+  }
+}
+
+/** Column names for a generated table: `column_1`... without a header. */
+export function positionalNames(count: number): string[] {
+  return Array.from({ length: count }, (_, index) => `column_${index + 1}`);
+}
+
+/**
+ * Column names for a generated table from a header row. Names are trimmed
+ * (`a, b` headers are common), a blank name becomes `column_N` (N its
+ * position from 1), and a repeated one gets `_2`,
+ * `_3`... because SQL needs distinct names, compared ignoring letter case.
+ */
+export function namesFromHeader(header: readonly string[]): string[] {
+  const taken = new Set<string>();
+  const names: string[] = [];
+  header.forEach((raw, index) => {
+    const base = raw.trim() || `column_${index + 1}`;
+    let name = base;
+    for (let suffix = 2; taken.has(name.toLowerCase()); suffix++) name = `${base}_${suffix}`;
+    taken.add(name.toLowerCase());
+    names.push(name);
+  });
+  return names;
+}

@@ -1,0 +1,160 @@
+import { Gunzip } from "fflate";
+import type { DeliveryType } from "./data-schema";
+
+/**
+ * The bytes of an uploaded file as CSV bytes: gunzipped when the file
+ * starts with the gzip magic number (DECISIONS §5: by content, not name).
+ *
+ * Gunzip is fflate's, not the platform's DecompressionStream: workerd's
+ * DecompressionStream has no backpressure (each write inflates all of its
+ * input into an internal buffer however slowly the output is read), so a
+ * small gzip bomb would fill the isolate's memory before any size check
+ * could run. Here compressed input goes in slices of `GZIP_SLICE_BYTES`,
+ * and the next slice is inflated only once the previous output was taken;
+ * deflate expands at most about 1032:1, which bounds one step's output.
+ */
+
+export type ByteChunk =
+  | { kind: "bytes"; bytes: Uint8Array }
+  | { kind: "end" }
+  /** The file starts like gzip but does not decompress; `message` says how, for the user. */
+  | { kind: "bad-gzip"; message: string };
+
+/** An opened upload: read it to the end, or cancel it. */
+export interface UploadBytes {
+  readonly deliveryType: DeliveryType;
+  /** The next chunk of CSV bytes; rejects only when the upload stream itself fails (for instance, the client went away). */
+  read(): Promise<ByteChunk>;
+  /** Stops reading and cancels the upload stream, so a `tee()` sibling is not left buffering for this side. */
+  cancel(): Promise<void>;
+}
+
+// 8 KiB of gzip inflates to at most about 8 MiB, and usually to 30-80 KiB of CSV.
+const GZIP_SLICE_BYTES = 8 * 1024;
+const GZIP_MAGIC = [0x1f, 0x8b] as const;
+// fflate's error codes (its `ec` table) that this module words differently.
+const FFLATE_UNEXPECTED_EOF = 0;
+const FFLATE_INVALID_HEADER = 6;
+
+/** Receives each raw chunk of the upload, as uploaded, before it is used; awaited, so it sets the pace. */
+export type RawCopy = (chunk: Uint8Array) => Promise<void>;
+
+/** Looks at the first bytes of `stream` to tell gzip from raw CSV, and opens it accordingly. */
+export async function openUploadBytes(stream: ReadableStream<Uint8Array>, copy?: RawCopy): Promise<UploadBytes> {
+  const source = new SourceReader(stream, copy);
+  const head: Uint8Array[] = [];
+  let headLength = 0;
+  while (headLength < GZIP_MAGIC.length) {
+    const next = await source.read();
+    if (next === undefined) break;
+    head.push(next);
+    headLength += next.length;
+  }
+  source.unread(head);
+  const first = head[0];
+  const second = first && first.length > 1 ? first[1] : head[1]?.[0];
+  const isGzip = first?.[0] === GZIP_MAGIC[0] && second === GZIP_MAGIC[1];
+  return isGzip ? openGzip(source) : openRaw(source);
+}
+
+/** The upload stream's reader, with the sniffed chunks put back in front and empty chunks skipped. */
+class SourceReader {
+  private readonly reader: ReadableStreamDefaultReader<Uint8Array>;
+  private readonly putBack: Uint8Array[] = [];
+  private done = false;
+
+  constructor(
+    stream: ReadableStream<Uint8Array>,
+    private readonly copy: RawCopy | undefined,
+  ) {
+    this.reader = stream.getReader();
+  }
+
+  /** The next non-empty chunk, or undefined at the end. */
+  async read(): Promise<Uint8Array | undefined> {
+    const buffered = this.putBack.shift();
+    if (buffered) return buffered;
+    while (!this.done) {
+      const next = await this.reader.read();
+      if (next.done) {
+        this.done = true;
+      } else if (next.value.length > 0) {
+        if (this.copy) await this.copy(next.value);
+        return next.value;
+      }
+    }
+    return undefined;
+  }
+
+  unread(chunks: Uint8Array[]): void {
+    this.putBack.unshift(...chunks);
+  }
+
+  cancel(): Promise<void> {
+    return this.reader.cancel().catch(() => undefined);
+  }
+}
+
+function openRaw(source: SourceReader): UploadBytes {
+  return {
+    deliveryType: "RAW",
+    async read() {
+      const bytes = await source.read();
+      return bytes ? { kind: "bytes", bytes } : { kind: "end" };
+    },
+    cancel: () => source.cancel(),
+  };
+}
+
+function openGzip(source: SourceReader): UploadBytes {
+  const inflated: Uint8Array[] = [];
+  let ended = false;
+  let fed = 0;
+  const gunzip = new Gunzip((data, final) => {
+    if (data.length > 0) inflated.push(data);
+    if (final) ended = true;
+  });
+  let input: Uint8Array | undefined;
+  let inputAt = 0;
+
+  /** Inflates one more slice of input (or finishes); returns a failure message if the data is bad. */
+  async function inflateMore(): Promise<string | undefined> {
+    if (input === undefined || inputAt >= input.length) {
+      input = await source.read();
+      inputAt = 0;
+    }
+    const slice = input?.subarray(inputAt, inputAt + GZIP_SLICE_BYTES);
+    try {
+      if (slice === undefined) gunzip.push(new Uint8Array(0), true);
+      else gunzip.push(slice, false);
+    } catch (error) {
+      return gzipFailureMessage(error, fed);
+    }
+    inputAt += slice?.length ?? 0;
+    fed += slice?.length ?? 0;
+    return undefined;
+  }
+
+  return {
+    deliveryType: "GZIP",
+    async read() {
+      for (;;) {
+        const bytes = inflated.shift();
+        if (bytes) return { kind: "bytes", bytes };
+        if (ended) return { kind: "end" };
+        const failure = await inflateMore();
+        if (failure) return { kind: "bad-gzip", message: failure };
+      }
+    },
+    cancel: () => source.cancel(),
+  };
+}
+
+function gzipFailureMessage(error: unknown, bytesAccepted: number): string {
+  const code = error instanceof Error && "code" in error ? error.code : undefined;
+  if (code === FFLATE_UNEXPECTED_EOF) return "the gzip data ends too early (the file is truncated)";
+  // The first header was already checked by its magic bytes, so a bad header later is a second "member" that is not gzip.
+  if (code === FFLATE_INVALID_HEADER && bytesAccepted > 0)
+    return "there are extra bytes after the end of the gzip data";
+  return "the gzip data is corrupt";
+}

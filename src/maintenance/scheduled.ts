@@ -1,0 +1,26 @@
+import { purgeExpiredResults } from "../query/retention";
+import { sweepOrphans } from "../storage/orphans";
+import { isoSeconds, nowSeconds } from "../util/time";
+
+/** At most this many batches per run; what is left waits for the next run. */
+const MAX_BATCHES = 20;
+
+/** The cron's work: delete R2 objects nothing points to any more, expired query results, and D1 rows whose time is over. */
+export async function runMaintenance(env: Env): Promise<void> {
+  const now = isoSeconds(nowSeconds());
+  let removed = 0;
+  for (let i = 0; i < MAX_BATCHES; i++) {
+    const batch = await sweepOrphans(env.DB, env.BUCKET, now);
+    removed += batch;
+    if (batch === 0) break;
+  }
+  // A spent refresh token is kept until it would have expired, so its reuse is still recognised until then.
+  const expired = await env.DB.batch([
+    env.DB.prepare("DELETE FROM login_flows WHERE expires_at <= ?").bind(now),
+    env.DB.prepare("DELETE FROM dev_idp_codes WHERE expires_at <= ?").bind(now),
+    env.DB.prepare("DELETE FROM refresh_tokens WHERE expires_at <= ?").bind(now),
+  ]);
+  const rows = expired.reduce((sum, result) => sum + result.meta.changes, 0);
+  const results = await purgeExpiredResults(env);
+  console.log(JSON.stringify({ maintenance: "sweep", objectsRemoved: removed, expiredRowsRemoved: rows, resultsPurged: results }));
+}

@@ -1,0 +1,69 @@
+import { readQueryLimits } from "../config";
+import { executeQuery } from "./execute";
+import { queryStub, type QueryMessage } from "./queries";
+
+/** Delay before retry n (1-based): 5 s, 20 s, 80 s … capped at 5 minutes. */
+function backoffSeconds(attempts: number): number {
+  return Math.min(300, 5 * 4 ** Math.max(0, attempts - 1));
+}
+
+/**
+ * The query queue's consumer. Each message is claimed through the query's
+ * Durable Object (a redelivered message, or one for a finished or cancelled
+ * query, is acknowledged without work), run, and acknowledged only after its
+ * outcome is recorded. A storage error puts the query back in the queue and
+ * retries the message with backoff; after the last retry the dead-letter
+ * consumer fails it.
+ */
+export async function consumeQueries(batch: MessageBatch<QueryMessage>, env: Env): Promise<void> {
+  const limits = readQueryLimits(env);
+  for (const message of batch.messages) {
+    const stub = queryStub(env, message.body.queryId);
+    let claim;
+    try {
+      claim = await stub.claim(limits.timeLimitMs);
+    } catch (error) {
+      logError(message.body.queryId, "claim", error);
+      message.retry({ delaySeconds: backoffSeconds(message.attempts) });
+      continue;
+    }
+    if (!claim.ok) {
+      message.ack();
+      continue;
+    }
+    try {
+      const outcome = await executeQuery(env, claim.record, limits, stub);
+      if (outcome.status !== "cancelled") await stub.finish(outcome);
+      message.ack();
+    } catch (error) {
+      logError(message.body.queryId, "run", error);
+      try {
+        await stub.requeue(error instanceof Error ? error.message : "storage error");
+      } catch (requeueError) {
+        // The watchdog fails the query if it stays running; the retry is still worth trying.
+        logError(message.body.queryId, "requeue", requeueError);
+      }
+      message.retry({ delaySeconds: backoffSeconds(message.attempts) });
+    }
+  }
+}
+
+/** The dead-letter queue's consumer: a query that could not be run after every retry is failed, then acknowledged. */
+export async function consumeDeadQueries(batch: MessageBatch<QueryMessage>, env: Env): Promise<void> {
+  for (const message of batch.messages) {
+    try {
+      await queryStub(env, message.body.queryId).finish({
+        status: "failed",
+        message: "Failed: the query could not be run after several attempts (storage errors); submit it again.",
+      });
+      message.ack();
+    } catch (error) {
+      logError(message.body.queryId, "dead-letter", error);
+      message.retry({ delaySeconds: 30 });
+    }
+  }
+}
+
+function logError(queryId: string, step: string, error: unknown): void {
+  console.error(JSON.stringify({ queryId, step, error: String(error), stack: error instanceof Error ? error.stack : undefined }));
+}

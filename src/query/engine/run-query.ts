@@ -1,0 +1,273 @@
+import type { Database } from "sql.js";
+import type { StoredDataSchema } from "../../ingest/data-schema";
+import type { DataTypeName } from "../../ingest/value-types";
+import type { QueryLimits } from "../../config";
+import type { ResultColumn } from "../query-record";
+import { checkReadOnly } from "../sql/read-only";
+import { columnsUsed, rewriteTableNames, type DataItemReference } from "../sql/table-names";
+import { tokenize } from "../sql/tokenizer";
+import { openDatabase, wasmHeapBytes } from "../sqlite";
+import { csvField, CsvResultWriter, StorageClass } from "./csv-result";
+import { createTable, loadTable } from "./load-table";
+
+/** A data item the engine may load: where its bytes are and how they are laid out. */
+export interface LoadableItem {
+  objectKey: string;
+  schema: StoredDataSchema;
+}
+
+/** Where the engine reads data items from: the catalog (with its visibility rule) and storage. */
+export interface QuerySource {
+  /** The data item behind a three-part name, or null when it does not exist or the query's owner may not read it. */
+  find(reference: DataItemReference): Promise<LoadableItem | null>;
+  /** The stored bytes; null when the object is gone (the item was deleted meanwhile). */
+  open(item: LoadableItem): Promise<ReadableStream<Uint8Array> | null>;
+}
+
+/** Where the result CSV goes, as it is produced. */
+export interface ResultTarget {
+  write(bytes: Uint8Array): Promise<void>;
+  finish(): Promise<void>;
+  abort(): Promise<void>;
+}
+
+/** How the runner learns it should stop, and tells what it is doing. */
+export interface RunControl {
+  cancelled(): Promise<boolean>;
+  progress(message: string): Promise<void>;
+}
+
+export interface RunStats {
+  bytesLoaded: number;
+  peakMemoryBytes: number;
+  loadMs: number;
+  executeMs: number;
+  writeMs: number;
+}
+
+export type EngineOutcome =
+  | ({ ok: true; rowCount: number; size: number; columns: ResultColumn[] } & RunStats)
+  | ({ ok: false; cancelled: boolean; message: string } & RunStats);
+
+/** How often (rows) the runner looks at the clock, the memory and cancellation while stepping. */
+const CHECK_EVERY_ROWS = 4096;
+const CANCEL_CHECK_MS = 1000;
+
+class Stop extends Error {
+  constructor(
+    message: string,
+    readonly cancelled = false,
+  ) {
+    super(message);
+  }
+}
+
+/**
+ * Runs one query: resolves its data item names through `source`, loads
+ * only the columns it uses into a fresh in-memory SQLite, refuses anything
+ * but one read-only statement, steps the result row by row into `target`,
+ * and stops at every limit with a message naming it. sql.js cannot
+ * interrupt a statement, so limits are checked between rows; a statement
+ * that yields no row for long is stopped by the Worker's CPU limit and
+ * failed by the query's watchdog. The database is always closed.
+ */
+export async function runQuery(
+  sql: string,
+  io: { source: QuerySource; target: ResultTarget; control: RunControl },
+  limits: QueryLimits,
+  clock: () => number = Date.now,
+): Promise<EngineOutcome> {
+  const started = clock();
+  const stats: RunStats = { bytesLoaded: 0, peakMemoryBytes: 0, loadMs: 0, executeMs: 0, writeMs: 0 };
+  const deadline = started + limits.timeLimitMs;
+  let db: Database | null = null;
+  let lastCancelCheck = started;
+  let targetOpen = false;
+
+  const measure = () => {
+    const bytes = wasmHeapBytes() + databaseFileBytes(db);
+    stats.peakMemoryBytes = Math.max(stats.peakMemoryBytes, bytes);
+    if (bytes > limits.memoryBudgetBytes)
+      throw new Stop(
+        `Failed: the query needs more than the memory budget of ${limits.memoryBudgetBytes} bytes (it held ${bytes}). Select fewer columns or rows.`,
+      );
+  };
+  const checkpoint = async () => {
+    const now = clock();
+    if (now > deadline) throw new Stop(`Failed: the query ran longer than the time limit of ${limits.timeLimitMs / 1000} s.`);
+    if (now - lastCancelCheck >= CANCEL_CHECK_MS) {
+      lastCancelCheck = now;
+      if (await io.control.cancelled()) throw new Stop("Cancelled by its owner.", true);
+    }
+    measure();
+  };
+
+  try {
+    const names = rewriteTableNames(sql);
+    if (!names.ok) return { ok: false, cancelled: false, message: `Failed: ${names.message}`, ...stats };
+    const items: LoadableItem[] = [];
+    for (const reference of names.tables) {
+      const item = await io.source.find(reference);
+      if (!item)
+        return {
+          ok: false,
+          cancelled: false,
+          message: `Failed: table ${reference.account}.${reference.dataset}.${reference.data} does not exist, or you may not read it.`,
+          ...stats,
+        };
+      items.push(item);
+    }
+
+    db = await openDatabase();
+    const tokens = tokenize(names.sql);
+    const tableColumns = new Map(
+      names.tables.map((reference, i) => [reference.alias, items[i]!.schema.TableDefinition.Columns.map((c) => c.Name)]),
+    );
+    const used = tokens.ok ? columnsUsed(tokens.tokens, tableColumns) : new Map();
+    const layouts = names.tables.map((reference, i) => {
+      const selection = used.get(reference.alias) ?? "all";
+      const columns = selection === "all" ? null : new Set([...selection].map((name) => name.toLowerCase()));
+      return { table: { name: reference.alias, schema: items[i]!.schema, columns } };
+    });
+    const created = layouts.map(({ table }) => createTable(db!, table));
+
+    // Checked on the empty tables, before anything is loaded: a refused query costs nothing.
+    const readOnly = checkReadOnly(db, names.sql);
+    if (!readOnly.ok) return { ok: false, cancelled: false, message: `Failed: ${readOnly.message}.`, ...stats };
+    db.run("PRAGMA query_only = 0");
+
+    const loadStarted = clock();
+    for (const [i, { table }] of layouts.entries()) {
+      await io.control.progress(`Running: loading ${names.tables[i]!.account}.${names.tables[i]!.dataset}.${names.tables[i]!.data}.`);
+      const stream = await io.source.open(items[i]!);
+      if (!stream) throw new Stop(`Failed: the data of ${names.tables[i]!.data} was deleted while the query ran.`);
+      const before = stats.bytesLoaded;
+      const loaded = await loadTable(db, table, created[i]!, stream, (bytes) => {
+        stats.bytesLoaded = before + bytes;
+        if (stats.bytesLoaded > limits.maxLoadBytes)
+          return `Failed: the query would load more than the limit of ${limits.maxLoadBytes} bytes of CSV (QUERY_MAX_LOAD_BYTES). Query fewer or smaller data items.`;
+        if (clock() > deadline) return `Failed: the query ran longer than the time limit of ${limits.timeLimitMs / 1000} s while loading.`;
+        measure();
+        return null;
+      });
+      if (!loaded.ok) throw new Stop(loaded.message.startsWith("Failed:") ? loaded.message : `Failed: ${loaded.message}.`);
+      stats.bytesLoaded = before + loaded.bytes;
+      measure();
+    }
+    stats.loadMs = clock() - loadStarted;
+    db.run("PRAGMA query_only = 1");
+
+    await io.control.progress("Running: executing the query.");
+    const executeStarted = clock();
+    const result = await execute(db, names.sql, io.target, limits, checkpoint, () => (targetOpen = true));
+    stats.executeMs = clock() - executeStarted - result.writeMs;
+    stats.writeMs = result.writeMs;
+    return { ok: true, rowCount: result.rowCount, size: result.size, columns: result.columns, ...stats };
+  } catch (error) {
+    if (targetOpen) await io.target.abort();
+    if (error instanceof Stop) return { ok: false, cancelled: error.cancelled, message: error.message, ...stats };
+    throw error;
+  } finally {
+    db?.close();
+  }
+}
+
+async function execute(
+  db: Database,
+  sql: string,
+  target: ResultTarget,
+  limits: QueryLimits,
+  checkpoint: () => Promise<void>,
+  opened: () => void,
+): Promise<{ rowCount: number; size: number; columns: ResultColumn[]; writeMs: number }> {
+  let writeMs = 0;
+  const timedWrite = async (bytes: Uint8Array) => {
+    const t = Date.now();
+    await target.write(bytes);
+    writeMs += Date.now() - t;
+  };
+  const statement = sqlite(() => db.prepare(sql));
+  const row = statement as unknown as { get(params: null, config: { useBigInt: boolean }): unknown[] };
+  try {
+    const names = statement.getColumnNames();
+    const seen: Set<StorageClass>[] = names.map(() => new Set());
+    const writer = new CsvResultWriter(timedWrite);
+    opened();
+    await writer.header(names);
+    let rowCount = 0;
+    while (sqlite(() => statement.step())) {
+      // useBigInt tells INTEGER (bigint) from REAL (number) exactly, and keeps 64-bit integers whole.
+      const values = row.get(null, { useBigInt: true });
+      let line = "";
+      for (let i = 0; i < values.length; i++) {
+        const storage = storageClass(values[i]);
+        seen[i]!.add(storage);
+        line += (i === 0 ? "" : ",") + csvField(values[i], storage);
+      }
+      await writer.line(line);
+      rowCount++;
+      if (rowCount % CHECK_EVERY_ROWS === 0) {
+        await checkpoint();
+        if (writer.flushedSize > limits.maxResultBytes)
+          throw new Stop(
+            `Failed: the result is larger than the limit of ${limits.maxResultBytes} bytes (QUERY_MAX_RESULT_BYTES). Add a LIMIT or aggregate.`,
+          );
+      }
+    }
+    await writer.flush();
+    if (writer.size > limits.maxResultBytes)
+      throw new Stop(`Failed: the result is larger than the limit of ${limits.maxResultBytes} bytes (QUERY_MAX_RESULT_BYTES).`);
+    const t = Date.now();
+    await target.finish();
+    writeMs += Date.now() - t;
+    return {
+      rowCount,
+      size: writer.size,
+      columns: names.map((name, i) => ({ name, type: resultType(seen[i]!) })),
+      writeMs,
+    };
+  } finally {
+    statement.free();
+  }
+}
+
+function storageClass(value: unknown): StorageClass {
+  if (value === null) return StorageClass.Null;
+  switch (typeof value) {
+    case "bigint":
+      return StorageClass.Integer;
+    case "number":
+      return StorageClass.Float;
+    case "string":
+      return StorageClass.Text;
+    default:
+      return StorageClass.Blob;
+  }
+}
+
+/** A result column's type from the storage classes its values had: the narrowest that holds them all. */
+function resultType(seen: Set<StorageClass>): DataTypeName {
+  seen.delete(StorageClass.Null);
+  if (seen.size === 0) return "STRING";
+  if ([...seen].every((s) => s === StorageClass.Integer)) return "INTEGER";
+  if ([...seen].every((s) => s === StorageClass.Integer || s === StorageClass.Float)) return "DOUBLE";
+  return "STRING";
+}
+
+/** Bytes of the database's pages, which sql.js keeps in its in-memory file system, outside the WebAssembly heap. */
+function databaseFileBytes(db: Database | null): number {
+  if (!db) return 0;
+  const result = db.exec("PRAGMA page_count; PRAGMA page_size");
+  const pages = Number(result[0]?.values[0]?.[0] ?? 0);
+  const size = Number(result[1]?.values[0]?.[0] ?? 0);
+  return pages * size;
+}
+
+/** Runs a sql.js call; SQLite's own errors (at prepare or at a step) fail the query with SQLite's message. */
+function sqlite<T>(run: () => T): T {
+  try {
+    return run();
+  } catch (error) {
+    throw new Stop(`Failed: ${error instanceof Error ? error.message : String(error)}.`);
+  }
+}

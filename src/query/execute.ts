@@ -1,0 +1,90 @@
+import { findReadableDataItem } from "../catalog/access";
+import { findUserById } from "../catalog/accounts";
+import type { QueryLimits } from "../config";
+import type { StoredDataSchema } from "../ingest/data-schema";
+import { resultObjectKey } from "../storage/keys";
+import { R2StreamWriter } from "../storage/r2-writer";
+import { isoSeconds, nowSeconds } from "../util/time";
+import { runQuery, type LoadableItem, type QuerySource, type ResultTarget } from "./engine/run-query";
+import type { QueryRecord, RunOutcome } from "./query-record";
+
+/** The parts of a query's Durable Object the run talks to. */
+export interface QueryStateHandle {
+  get(): Promise<QueryRecord | null>;
+  progress(message: string): Promise<QueryRecord | null>;
+}
+
+/**
+ * Runs a claimed query with its owner's view of the catalog, writing the
+ * result to R2. SQL-level problems come back as a failed outcome; storage
+ * errors are thrown, so the consumer can retry them.
+ */
+export async function executeQuery(
+  env: Env,
+  record: QueryRecord,
+  limits: QueryLimits,
+  state: QueryStateHandle,
+): Promise<RunOutcome | { status: "cancelled" }> {
+  const queueWaitMs = Math.max(0, Date.now() - Date.parse(record.createdAt));
+  const owner = await findUserById(env.DB, record.ownerUserId);
+  if (!owner) return { status: "failed", message: "Failed: the account that submitted the query no longer exists." };
+
+  const source: QuerySource = {
+    async find(reference) {
+      const found = await findReadableDataItem(env.DB, owner, reference.account, reference.dataset, reference.data);
+      return found && { objectKey: found.item.objectKey, schema: JSON.parse(found.item.schema) as StoredDataSchema };
+    },
+    async open(item: LoadableItem) {
+      const object = await env.BUCKET.get(item.objectKey);
+      return object?.body ?? null;
+    },
+  };
+  const key = resultObjectKey(record.queryId);
+  const writer = new R2StreamWriter(env.BUCKET, key, () => ({
+    httpMetadata: { contentType: "text/csv; charset=utf-8" },
+  }));
+  const target: ResultTarget = {
+    write: (bytes) => writer.write(bytes),
+    finish: () => writer.finish(),
+    abort: () => writer.abort(),
+  };
+  const outcome = await runQuery(
+    record.sql,
+    {
+      source,
+      target,
+      control: {
+        cancelled: async () => (await state.get())?.status === "cancelled",
+        progress: async (message) => void (await state.progress(message)),
+      },
+    },
+    limits,
+  );
+  const timings = {
+    queueWaitMs,
+    loadMs: outcome.loadMs,
+    executeMs: outcome.executeMs,
+    writeMs: outcome.writeMs,
+  };
+  if (!outcome.ok) {
+    if (outcome.cancelled) return { status: "cancelled" };
+    return {
+      status: "failed",
+      message: outcome.message,
+      bytesLoaded: outcome.bytesLoaded,
+      peakMemoryBytes: outcome.peakMemoryBytes,
+      timings,
+    };
+  }
+  return {
+    status: "succeeded",
+    size: outcome.size,
+    rowCount: outcome.rowCount,
+    bytesLoaded: outcome.bytesLoaded,
+    peakMemoryBytes: outcome.peakMemoryBytes,
+    timings,
+    resultKey: key,
+    resultColumns: outcome.columns,
+    expiresAt: isoSeconds(nowSeconds() + limits.resultRetentionSeconds),
+  };
+}

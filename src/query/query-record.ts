@@ -1,0 +1,64 @@
+import type { DataTypeName } from "../ingest/value-types";
+
+/** The states of a query (DECISIONS §7). */
+export type QueryStatus = "queued" | "running" | "succeeded" | "failed" | "cancelled";
+
+export const FINISHED: ReadonlySet<QueryStatus> = new Set(["succeeded", "failed", "cancelled"]);
+
+/** Where the time of a run went, in milliseconds. */
+export interface QueryTimings {
+  queueWaitMs: number;
+  loadMs: number;
+  executeMs: number;
+  writeMs: number;
+}
+
+/** A result column as the engine reports it, typed with the service's data types. */
+export interface ResultColumn {
+  name: string;
+  type: DataTypeName;
+}
+
+/** Everything known about one query; the Durable Object of the query owns it. */
+export interface QueryRecord {
+  queryId: string;
+  ownerUserId: string;
+  sql: string;
+  status: QueryStatus;
+  message: string;
+  createdAt: string;
+  updatedAt: string;
+  /** When the current run started (running only); the watchdog counts from here. */
+  startedAt: string | null;
+  /** Result file size in bytes; 0 until it succeeds. */
+  size: number;
+  rowCount: number | null;
+  bytesLoaded: number | null;
+  peakMemoryBytes: number | null;
+  timings: QueryTimings | null;
+  resultKey: string | null;
+  resultColumns: ResultColumn[] | null;
+  expiresAt: string | null;
+  attempts: number;
+}
+
+/** What a finished run reports. */
+export type RunOutcome =
+  | {
+      status: "succeeded";
+      size: number;
+      rowCount: number;
+      bytesLoaded: number;
+      peakMemoryBytes: number;
+      timings: QueryTimings;
+      resultKey: string;
+      resultColumns: ResultColumn[];
+      expiresAt: string;
+    }
+  | {
+      status: "failed";
+      message: string;
+      bytesLoaded?: number;
+      peakMemoryBytes?: number;
+      timings?: Partial<QueryTimings>;
+    };

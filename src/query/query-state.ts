@@ -1,0 +1,142 @@
+import { DurableObject } from "cloudflare:workers";
+import { isoSeconds, nowSeconds } from "../util/time";
+import { FINISHED, type QueryRecord, type RunOutcome } from "./query-record";
+
+const KEY = "query";
+
+export type ClaimResult = { ok: true; record: QueryRecord } | { ok: false; record: QueryRecord | null };
+export type CancelResult = { ok: true; record: QueryRecord } | { ok: false; record: QueryRecord | null };
+
+/**
+ * One query's state machine (DECISIONS §7): queued → running → succeeded |
+ * failed, and queued | running → cancelled. It owns the state and the
+ * watchdog alarm, and nothing else: it never runs SQL. Each method is one
+ * atomic step, since a Durable Object handles one call at a time.
+ */
+export class QueryState extends DurableObject<Env> {
+  private async load(): Promise<QueryRecord | null> {
+    return (await this.ctx.storage.get<QueryRecord>(KEY)) ?? null;
+  }
+
+  private async save(record: QueryRecord, message?: string): Promise<QueryRecord> {
+    const next = { ...record, message: message ?? record.message, updatedAt: isoSeconds(nowSeconds()) };
+    await this.ctx.storage.put(KEY, next);
+    return next;
+  }
+
+  /** Records a new query as queued; calling it again returns the first record unchanged. */
+  async create(init: { queryId: string; ownerUserId: string; sql: string }): Promise<QueryRecord> {
+    const existing = await this.load();
+    if (existing) return existing;
+    const now = isoSeconds(nowSeconds());
+    const record: QueryRecord = {
+      ...init,
+      status: "queued",
+      message: "Queued; waiting for a worker to run it.",
+      createdAt: now,
+      updatedAt: now,
+      startedAt: null,
+      size: 0,
+      rowCount: null,
+      bytesLoaded: null,
+      peakMemoryBytes: null,
+      timings: null,
+      resultKey: null,
+      resultColumns: null,
+      expiresAt: null,
+      attempts: 0,
+    };
+    await this.ctx.storage.put(KEY, record);
+    return record;
+  }
+
+  /** The query's record, or null if it was never created. */
+  async get(): Promise<QueryRecord | null> {
+    return this.load();
+  }
+
+  /**
+   * Moves a queued query to running for one attempt and arms the watchdog.
+   * Anything else (already running, finished, cancelled) is refused, so a
+   * redelivered message never runs a query twice.
+   */
+  async claim(timeLimitMs: number): Promise<ClaimResult> {
+    const record = await this.load();
+    if (!record || record.status !== "queued") return { ok: false, record };
+    const started = await this.save(
+      { ...record, status: "running", startedAt: isoSeconds(nowSeconds()), attempts: record.attempts + 1 },
+      "Running: loading the data.",
+    );
+    // The watchdog: a consumer that dies leaves the query running; the alarm fails it.
+    await this.ctx.storage.setAlarm(Date.now() + timeLimitMs + WATCHDOG_GRACE_MS);
+    return { ok: true, record: started };
+  }
+
+  /** Updates the human message of a running query (what it is doing). */
+  async progress(message: string): Promise<QueryRecord | null> {
+    const record = await this.load();
+    if (!record || record.status !== "running") return record;
+    return this.save(record, message);
+  }
+
+  /** Puts a running query back in the queue after a transient error, for the retry to claim. */
+  async requeue(reason: string): Promise<QueryRecord | null> {
+    const record = await this.load();
+    if (!record || record.status !== "running") return record;
+    await this.ctx.storage.deleteAlarm();
+    return this.save({ ...record, status: "queued", startedAt: null }, `Queued again after a transient error: ${reason}`);
+  }
+
+  /** Records how a run ended. A query cancelled meanwhile stays cancelled. */
+  async finish(outcome: RunOutcome): Promise<QueryRecord | null> {
+    const record = await this.load();
+    if (!record || FINISHED.has(record.status)) return record;
+    await this.ctx.storage.deleteAlarm();
+    if (outcome.status === "succeeded") {
+      const { status: _status, ...result } = outcome;
+      return this.save(
+        { ...record, ...result, status: "succeeded", startedAt: null },
+        `Succeeded: ${outcome.rowCount} rows, ${outcome.size} bytes.`,
+      );
+    }
+    return this.save(
+      {
+        ...record,
+        status: "failed",
+        startedAt: null,
+        bytesLoaded: outcome.bytesLoaded ?? record.bytesLoaded,
+        peakMemoryBytes: outcome.peakMemoryBytes ?? record.peakMemoryBytes,
+        timings: outcome.timings ? { queueWaitMs: 0, loadMs: 0, executeMs: 0, writeMs: 0, ...outcome.timings } : record.timings,
+      },
+      outcome.message,
+    );
+  }
+
+  /** Cancels a queued or running query; a finished one is refused with its record. */
+  async cancel(): Promise<CancelResult> {
+    const record = await this.load();
+    if (!record || FINISHED.has(record.status)) return { ok: false, record };
+    await this.ctx.storage.deleteAlarm();
+    return { ok: true, record: await this.save({ ...record, status: "cancelled", startedAt: null }, "Cancelled by its owner.") };
+  }
+
+  /** Forgets the result once it has been deleted (retention). */
+  async expireResult(): Promise<QueryRecord | null> {
+    const record = await this.load();
+    if (!record || record.status !== "succeeded" || record.resultKey === null) return record;
+    return this.save({ ...record, resultKey: null }, "Succeeded; the result has expired and was deleted.");
+  }
+
+  /** The watchdog: a query still running past its time limit failed (its consumer died or hung). */
+  override async alarm(): Promise<void> {
+    const record = await this.load();
+    if (!record || record.status !== "running") return;
+    await this.save(
+      { ...record, status: "failed", startedAt: null },
+      "Failed: the query did not finish within the time limit (the worker running it stopped or exceeded its CPU limit).",
+    );
+  }
+}
+
+/** The watchdog waits this long beyond the time limit, so a run that ends on time is never failed by it. */
+const WATCHDOG_GRACE_MS = 30_000;

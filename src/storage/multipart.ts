@@ -1,0 +1,127 @@
+import busboy from "busboy";
+import type { Readable } from "node:stream";
+
+/** A multipart request could not be used; `message` says what to change. */
+export type MultipartFailure = { ok: false; status: 400 | 413 | 415; message: string };
+
+export interface FilePart {
+  filename: string;
+  /** The part's bytes as they arrive; the handler must read it to the end or fail. */
+  stream: AsyncIterable<Uint8Array>;
+}
+
+export interface MultipartSpec {
+  /** The one file part allowed. */
+  fileField: string;
+  /** Text parts allowed; each must come before the file part so the file can be handled as it streams. */
+  textFields: readonly string[];
+  maxFileBytes: number;
+}
+
+/**
+ * Streams a multipart/form-data body through busboy: text parts are
+ * collected, the single file part is handed to `onFile` while it arrives, and
+ * nothing is ever buffered whole. The handler's result is returned only if
+ * the whole body turned out well-formed with exactly one file, so the caller
+ * can commit then and roll back otherwise.
+ */
+export async function readMultipart<T>(
+  body: ReadableStream<Uint8Array> | null,
+  contentType: string | undefined,
+  spec: MultipartSpec,
+  onFile: (fields: ReadonlyMap<string, string>, file: FilePart) => Promise<T | MultipartFailure>,
+): Promise<{ ok: true; value: T } | MultipartFailure> {
+  if (!contentType?.toLowerCase().startsWith("multipart/form-data"))
+    return { ok: false, status: 415, message: `Send the upload as multipart/form-data with a '${spec.fileField}' file part.` };
+  if (!body) return { ok: false, status: 400, message: `The request has no body; send a '${spec.fileField}' file part.` };
+
+  let parser: busboy.Busboy;
+  try {
+    parser = busboy({
+      headers: { "content-type": contentType },
+      limits: { files: 1, fileSize: spec.maxFileBytes, fields: spec.textFields.length + 4, fieldSize: 1024 * 1024 },
+      defParamCharset: "utf8",
+    });
+  } catch (error) {
+    return { ok: false, status: 400, message: `The multipart body cannot be read: ${(error as Error).message}.` };
+  }
+
+  const fields = new Map<string, string>();
+  let failure: MultipartFailure | null = null;
+  let handled: Promise<T | MultipartFailure> | null = null;
+  let fileSeen = false;
+  let extraFiles = false;
+  const fail = (status: 400 | 413, message: string) => {
+    failure ??= { ok: false, status, message };
+  };
+
+  parser.on("field", (name, value, info) => {
+    if (!spec.textFields.includes(name))
+      return fail(400, `Unexpected part '${name}'; the parts are ${[...spec.textFields, spec.fileField].join(", ")}.`);
+    if (fileSeen) return fail(400, `Send the '${name}' part before the '${spec.fileField}' part.`);
+    if (info.valueTruncated) return fail(400, `The '${name}' part is longer than 1 MiB.`);
+    fields.set(name, value);
+  });
+  parser.on("file", (name, stream: Readable, info) => {
+    if (name !== spec.fileField || failure) {
+      stream.resume();
+      if (!failure) fail(400, `Unexpected file part '${name}'; send the CSV file as the '${spec.fileField}' part.`);
+      return;
+    }
+    fileSeen = true;
+    stream.once("limit", () => fail(413, `The file is larger than the upload limit of ${spec.maxFileBytes} bytes.`));
+    handled = onFile(fields, { filename: info.filename ?? "", stream: sizeChecked(stream, () => failure) });
+    // If the handler gives up early, drain the rest so busboy can go on to find what follows.
+    handled.finally(() => stream.resume()).catch(() => undefined);
+  });
+  parser.on("filesLimit", () => {
+    extraFiles = true;
+  });
+  parser.on("fieldsLimit", () => fail(400, "Too many parts in the upload."));
+
+  const finished = new Promise<void>((resolve, reject) => {
+    parser.once("finish", resolve);
+    parser.once("error", reject);
+  });
+  try {
+    const reader = body.getReader();
+    for (;;) {
+      const { value, done } = await reader.read();
+      if (done) break;
+      if (failure && (failure as MultipartFailure).status === 413) {
+        await reader.cancel();
+        break;
+      }
+      if (!parser.write(value)) await Promise.race([once(parser, "drain"), finished]);
+    }
+    parser.end();
+    await finished;
+  } catch (error) {
+    fail(400, `The multipart body is malformed: ${(error as Error).message}.`);
+  }
+
+  const result = handled ? await (handled as Promise<T | MultipartFailure>) : null;
+  if (failure) return failure;
+  if (extraFiles) return { ok: false, status: 400, message: `Multiple files received; send exactly one file, as the '${spec.fileField}' part.` };
+  if (!fileSeen || result === null)
+    return { ok: false, status: 400, message: `No '${spec.fileField}' part: send the CSV file as a file part named '${spec.fileField}'.` };
+  if (isFailure(result)) return result;
+  return { ok: true, value: result };
+}
+
+function isFailure(value: unknown): value is MultipartFailure {
+  return typeof value === "object" && value !== null && (value as { ok?: unknown }).ok === false && "status" in value;
+}
+
+function once(emitter: busboy.Busboy, event: "drain"): Promise<void> {
+  return new Promise((resolve) => emitter.once(event, () => resolve()));
+}
+
+/** The file's chunks as Uint8Array; stops with an error once the size limit was hit, so no truncated file is kept. */
+async function* sizeChecked(stream: Readable, failed: () => MultipartFailure | null): AsyncIterable<Uint8Array> {
+  for await (const chunk of stream as AsyncIterable<Buffer>) {
+    if (failed()) throw new Error(failed()!.message);
+    yield new Uint8Array(chunk.buffer, chunk.byteOffset, chunk.byteLength);
+  }
+  if ((stream as Readable & { truncated?: boolean }).truncated) throw new Error("file too large");
+}

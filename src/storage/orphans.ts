@@ -1,0 +1,29 @@
+/** Lists an object as not (or not yet) belonging to anything, to be deleted after `deleteAfter`. */
+export async function markOrphan(db: D1Database, key: string, reason: string, deleteAfter: string): Promise<void> {
+  await db
+    .prepare(
+      `INSERT INTO orphan_objects (object_key, reason, delete_after) VALUES (?, ?, ?)
+       ON CONFLICT (object_key) DO UPDATE SET reason = excluded.reason, delete_after = excluded.delete_after`,
+    )
+    .bind(key, reason, deleteAfter)
+    .run();
+}
+
+/** Deletes an orphan object now and forgets it; if R2 fails, the sweep retries later. */
+export async function deleteOrphanNow(db: D1Database, bucket: R2Bucket, key: string): Promise<void> {
+  await bucket.delete(key);
+  await db.prepare("DELETE FROM orphan_objects WHERE object_key = ?").bind(key).run();
+}
+
+/** Deletes orphan objects whose time has come, oldest first; returns how many went. */
+export async function sweepOrphans(db: D1Database, bucket: R2Bucket, now: string, limit = 500): Promise<number> {
+  const { results } = await db
+    .prepare("SELECT object_key AS key FROM orphan_objects WHERE delete_after <= ? ORDER BY delete_after LIMIT ?")
+    .bind(now, limit)
+    .all<{ key: string }>();
+  if (results.length === 0) return 0;
+  const keys = results.map((row) => row.key);
+  await bucket.delete(keys);
+  await db.batch(keys.map((key) => db.prepare("DELETE FROM orphan_objects WHERE object_key = ?").bind(key)));
+  return keys.length;
+}

@@ -1,0 +1,325 @@
+import { env } from "cloudflare:workers";
+import { afterEach, describe, expect, it, vi } from "vitest";
+import { call, ORIGIN, readEnvelope } from "../support/http";
+import {
+  acceptTerms,
+  authHeader,
+  formFields,
+  isTermsPage,
+  login,
+  loginUntilCallback,
+  signInAtProvider,
+  startLogin,
+  tokensFromPage,
+  visitCallback,
+  type JwtData,
+} from "../support/login";
+
+const ISO_UTC_SECONDS = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}Z$/;
+
+/** Seconds from now until an ISO 8601 time. */
+function secondsUntil(iso: string): number {
+  return (Date.parse(iso) - Date.now()) / 1000;
+}
+
+async function accountOf(username: string): Promise<{ accounts: number; name: string | null; sessions: number }> {
+  const row = await env.DB.prepare(
+    `SELECT COUNT(*) AS accounts, MAX(a.name) AS name,
+            (SELECT COUNT(*) FROM sessions s JOIN users v ON v.id = s.user_id WHERE v.subject = ?1) AS sessions
+     FROM users u JOIN accounts a ON a.id = u.account_id WHERE u.subject = ?1`,
+  )
+    .bind(`dev|${username}`)
+    .first<{ accounts: number; name: string | null; sessions: number }>();
+  return row!;
+}
+
+afterEach(() => {
+  vi.useRealTimers();
+  vi.restoreAllMocks();
+});
+
+describe("GET /v1/auth", () => {
+  it("should redirect to the development provider's authorization endpoint", async () => {
+    const response = await call("/v1/auth");
+
+    expect(response.status).toBe(302);
+    const location = new URL(response.headers.get("location") ?? "");
+    expect(`${location.origin}${location.pathname}`).toBe(`${ORIGIN}/idp/authorize`);
+  });
+
+  it("should ask for an authorization code with PKCE S256, a state and a nonce", async () => {
+    const { authorizeUrl } = await startLogin();
+
+    const params = authorizeUrl.searchParams;
+    expect(params.get("response_type")).toBe("code");
+    expect(params.get("client_id")).toBe("dqs-dev");
+    expect(params.get("redirect_uri")).toBe(`${ORIGIN}/v1/auth/callback`);
+    expect(params.get("scope")?.split(" ")).toContain("openid");
+    expect(params.get("code_challenge_method")).toBe("S256");
+    expect(params.get("code_challenge")).toMatch(/^[A-Za-z0-9_-]{43}$/);
+    expect(params.get("state")).toMatch(/^[A-Za-z0-9_-]{43,}$/);
+    expect(params.get("nonce")).toMatch(/^[A-Za-z0-9_-]{43,}$/);
+  });
+
+  it("should use a fresh state, nonce and code challenge for every login", async () => {
+    const [first, second] = [(await startLogin()).authorizeUrl, (await startLogin()).authorizeUrl];
+
+    for (const name of ["state", "nonce", "code_challenge"])
+      expect(first.searchParams.get(name)).not.toBe(second.searchParams.get(name));
+  });
+
+  it("should bind the login to the browser with an HttpOnly cookie holding the state", async () => {
+    const response = await call("/v1/auth");
+
+    const state = new URL(response.headers.get("location") ?? "").searchParams.get("state");
+    const cookies = response.headers.getSetCookie();
+    expect(cookies).toHaveLength(1);
+    expect(cookies[0]).toContain(`dqs_login=${state};`);
+    expect(cookies[0]).toMatch(/;\s*HttpOnly/i);
+    expect(cookies[0]).toMatch(/;\s*SameSite=Lax/i);
+    expect(cookies[0]).toMatch(/;\s*Path=\/v1\/auth/);
+    expect(response.headers.get("cache-control")).toBe("no-store");
+  });
+});
+
+describe("GET /v1/auth/callback", () => {
+  it("should refuse a callback that comes without the login cookie", async () => {
+    const { callbackUrl } = await loginUntilCallback("cb-no-cookie");
+
+    const body = await readEnvelope(await visitCallback(callbackUrl, null, "text/html"), 400);
+
+    expect(body.Status.Message).toMatch(/not started in this browser.*GET \/v1\/auth/);
+  });
+
+  it("should refuse a callback whose state belongs to another login", async () => {
+    const mine = await startLogin();
+    const theirs = await startLogin();
+    const theirCallback = await signInAtProvider(theirs.authorizeUrl, "cb-other-state");
+
+    const body = await readEnvelope(await visitCallback(theirCallback, mine.cookie, "text/html"), 400);
+
+    expect(body.Status.Message).toMatch(/not started in this browser/);
+  });
+
+  it("should refuse a replayed callback", async () => {
+    const { response, start, callbackUrl } = await loginUntilCallback("cb-replay");
+    expect(response.status).toBe(200);
+
+    const body = await readEnvelope(await visitCallback(callbackUrl, start.cookie, "text/html"), 400);
+
+    expect(body.Status.Message).toMatch(/already used/);
+  });
+
+  it("should answer 502 when the provider does not accept the code", async () => {
+    const start = await startLogin();
+    const callbackUrl = await signInAtProvider(start.authorizeUrl, "cb-tampered");
+    callbackUrl.searchParams.set("code", `${callbackUrl.searchParams.get("code")}x`);
+    const log = vi.spyOn(console, "warn").mockImplementation(() => {});
+
+    const body = await readEnvelope(await visitCallback(callbackUrl, start.cookie, "text/html"), 502);
+
+    expect(body.Status.Message).toMatch(/identity provider's answer could not be verified/);
+    expect(JSON.stringify(body)).not.toContain("invalid_grant");
+    expect(String(log.mock.calls[0]?.[0])).toContain("invalid_grant");
+    expect(await accountOf("cb-tampered")).toMatchObject({ accounts: 0 });
+  });
+
+  it("should answer 502 when the ID token does not carry the login's nonce", async () => {
+    const start = await startLogin();
+    const callbackUrl = await signInAtProvider(start.authorizeUrl, "cb-nonce", undefined, { nonce: "another-login" });
+    vi.spyOn(console, "warn").mockImplementation(() => {});
+
+    await readEnvelope(await visitCallback(callbackUrl, start.cookie, "text/html"), 502);
+
+    expect(await accountOf("cb-nonce")).toMatchObject({ accounts: 0 });
+  });
+
+  it("should answer 401 when the provider reports that it did not log the user in", async () => {
+    const start = await startLogin();
+    const denied = `${ORIGIN}/v1/auth/callback?state=${start.state}&error=access_denied`;
+
+    const body = await readEnvelope(await visitCallback(denied, start.cookie, "text/html"), 401);
+
+    expect(body.Status.Message).toMatch(/did not log you in \(access_denied\)/);
+  });
+
+  it("should refuse a login that was started more than ten minutes ago", async () => {
+    vi.useFakeTimers({ toFake: ["Date"] });
+    const start = await startLogin();
+    const callbackUrl = await signInAtProvider(start.authorizeUrl, "cb-slow");
+    vi.setSystemTime(Date.now() + 601_000);
+
+    const body = await readEnvelope(await visitCallback(callbackUrl, start.cookie, "text/html"), 400);
+
+    expect(body.Status.Message).toMatch(/expired/);
+  });
+
+  it("should create the user's account on first login, named after the username", async () => {
+    expect(await accountOf("cb-first-erin")).toMatchObject({ accounts: 0 });
+
+    const { response } = await loginUntilCallback("cb-first-erin");
+
+    expect(response.status).toBe(200);
+    expect(await accountOf("cb-first-erin")).toMatchObject({ accounts: 1, name: "cb-first-erin" });
+  });
+
+  it("should sanitize a username that breaks the account name rules", async () => {
+    const tokens = await login("cb.jane.doe");
+
+    expect(tokens.accountName).toBe("cb-jane-doe");
+    expect(await accountOf("cb.jane.doe")).toMatchObject({ accounts: 1, name: "cb-jane-doe" });
+  });
+
+  it("should give a second user whose name is taken a unique name", async () => {
+    const first = await login("cb-taken");
+    const second = await login("cb.taken");
+
+    expect(first.accountName).toBe("cb-taken");
+    expect(second.accountName).toBe("cb-taken-2");
+  });
+
+  it("should show the terms page, and no tokens, to a user who has not accepted the terms", async () => {
+    const { response, start } = await loginUntilCallback("cb-terms-page");
+
+    const html = await response.text();
+    expect(response.headers.get("content-type")).toMatch(/^text\/html/);
+    expect(response.headers.get("cache-control")).toBe("no-store");
+    expect(isTermsPage(html)).toBe(true);
+    expect(html).toContain('<strong id="terms-version">1</strong>');
+    expect(formFields(html)).toEqual({ state: start.state });
+    expect(html).not.toContain("access-token");
+    expect(await accountOf("cb-terms-page")).toMatchObject({ sessions: 0 });
+  });
+
+  it("should answer 401 to a JSON callback while the terms are not accepted", async () => {
+    const { response } = await loginUntilCallback("cb-json-terms", "application/json");
+
+    const body = await readEnvelope(response, 401);
+
+    expect(body.Status.Message).toMatch(/not accepted the current terms of service \(version 1\)/);
+    expect(await accountOf("cb-json-terms")).toMatchObject({ sessions: 0 });
+  });
+
+  it("should show the tokens straight away on a later login, for the same account", async () => {
+    const first = await login("cb-returning");
+
+    const { response } = await loginUntilCallback("cb-returning");
+
+    const html = await response.text();
+    expect(isTermsPage(html)).toBe(false);
+    const again = tokensFromPage(html);
+    expect(again.accountName).toBe(first.accountName);
+    expect(again.accessToken).not.toBe(first.accessToken);
+    expect(await accountOf("cb-returning")).toMatchObject({ accounts: 1, sessions: 2 });
+    expect((await call("/v1/me/datasets", { headers: authHeader(again.accessToken) })).status).toBe(200);
+  });
+
+  it("should answer a later login with the JwtResponse when asked for JSON", async () => {
+    await login("cb-returning-json");
+
+    const { response } = await loginUntilCallback("cb-returning-json", "application/json");
+
+    const body = await readEnvelope<JwtData>(response, 200);
+    expect(body.Data.TokenType).toBe("Bearer");
+    expect((await call("/v1/me/datasets", { headers: authHeader(body.Data.AccessToken) })).status).toBe(200);
+  });
+});
+
+describe("POST /v1/auth/terms", () => {
+  it("should show a tokens page with working tokens once the terms are accepted", async () => {
+    const { start } = await loginUntilCallback("terms-html");
+
+    const response = await acceptTerms(start.state, start.cookie, "text/html");
+
+    expect(response.status).toBe(200);
+    expect(response.headers.get("content-type")).toMatch(/^text\/html/);
+    expect(response.headers.get("cache-control")).toBe("no-store");
+    const tokens = tokensFromPage(await response.text());
+    expect(tokens.accountName).toBe("terms-html");
+    expect(tokens.accessTokenExpiresOn).toMatch(ISO_UTC_SECONDS);
+    expect(tokens.refreshTokenExpiresOn).toMatch(ISO_UTC_SECONDS);
+    expect((await call("/v1/me/datasets", { headers: authHeader(tokens.accessToken) })).status).toBe(200);
+    const renewed = await call("/v1/auth/token", {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({ RefreshToken: tokens.refreshToken }),
+    });
+    expect(renewed.status).toBe(200);
+  });
+
+  it("should clear the login cookie once the tokens are shown", async () => {
+    const { start } = await loginUntilCallback("terms-cookie");
+
+    const response = await acceptTerms(start.state, start.cookie, "text/html");
+
+    expect(response.headers.getSetCookie()).toEqual([expect.stringMatching(/^dqs_login=;.*Max-Age=0/i)]);
+  });
+
+  it("should answer with the JwtResponse for Accept: application/json", async () => {
+    const { start } = await loginUntilCallback("terms-json");
+
+    const body = await readEnvelope<JwtData>(await acceptTerms(start.state, start.cookie, "application/json"), 200);
+
+    expect(body.Data.TokenType).toBe("Bearer");
+    expect(body.Data.AccessToken.split(".")).toHaveLength(3);
+    expect(body.Data.RefreshToken).toMatch(/^[A-Za-z0-9_-]{43,}$/);
+    expect(body.Data.AccessTokenExpiresOn).toMatch(ISO_UTC_SECONDS);
+    expect(body.Data.RefreshTokenExpiresOn).toMatch(ISO_UTC_SECONDS);
+    expect(secondsUntil(body.Data.AccessTokenExpiresOn)).toBeGreaterThan(3600 - 10);
+    expect(secondsUntil(body.Data.AccessTokenExpiresOn)).toBeLessThanOrEqual(3600);
+    expect(secondsUntil(body.Data.RefreshTokenExpiresOn)).toBeGreaterThan(45 * 86400 - 10);
+    expect(secondsUntil(body.Data.RefreshTokenExpiresOn)).toBeLessThanOrEqual(45 * 86400);
+  });
+
+  it("should record the accepted terms version", async () => {
+    await login("terms-recorded");
+
+    const row = await env.DB.prepare(
+      "SELECT terms_version AS version, terms_accepted_at AS at FROM users WHERE subject = ?",
+    )
+      .bind("dev|terms-recorded")
+      .first<{ version: string; at: string }>();
+    expect(row).toEqual({ version: "1", at: expect.stringMatching(ISO_UTC_SECONDS) });
+  });
+
+  it("should refuse an acceptance that comes without the login cookie", async () => {
+    const { start } = await loginUntilCallback("terms-no-cookie");
+
+    const body = await readEnvelope(await acceptTerms(start.state, null, "application/json"), 400);
+
+    expect(body.Status.Message).toMatch(/not started in this browser/);
+    expect(await accountOf("terms-no-cookie")).toMatchObject({ sessions: 0 });
+  });
+
+  it("should refuse a login that has not yet been through the provider", async () => {
+    const start = await startLogin();
+
+    const body = await readEnvelope(await acceptTerms(start.state, start.cookie, "application/json"), 400);
+
+    expect(body.Status.Message).toMatch(/unknown, already used or expired/);
+  });
+
+  it("should refuse to accept twice with the same login", async () => {
+    const { start } = await loginUntilCallback("terms-twice");
+    expect((await acceptTerms(start.state, start.cookie, "application/json")).status).toBe(200);
+
+    const body = await readEnvelope(await acceptTerms(start.state, start.cookie, "application/json"), 400);
+
+    expect(body.Status.Message).toMatch(/already used/);
+    expect(await accountOf("terms-twice")).toMatchObject({ sessions: 1 });
+  });
+
+  it("should require the accept field of the form", async () => {
+    const { start } = await loginUntilCallback("terms-no-accept");
+
+    const response = await call("/v1/auth/terms", {
+      method: "POST",
+      headers: { cookie: start.cookie, "content-type": "application/x-www-form-urlencoded" },
+      body: new URLSearchParams({ state: start.state }),
+    });
+
+    const body = await readEnvelope(response, 400);
+    expect(body.Status.Message).toMatch(/accept/);
+    expect(await accountOf("terms-no-accept")).toMatchObject({ sessions: 0 });
+  });
+});

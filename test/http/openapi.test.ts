@@ -1,0 +1,146 @@
+import { beforeAll, describe, expect, it } from "vitest";
+import { call, ORIGIN } from "../support/http";
+
+interface Schema {
+  $ref?: string;
+  type?: string;
+  format?: string;
+  properties?: Record<string, Schema>;
+  required?: string[];
+  items?: Schema;
+}
+
+interface Operation {
+  tags?: string[];
+  security?: Record<string, string[]>[];
+  requestBody?: { required?: boolean; content: Record<string, { schema: Schema }> };
+  responses: Record<string, { description: string; content?: Record<string, { schema: Schema }> }>;
+}
+
+interface OpenApiDocument {
+  openapi: string;
+  info: { title: string; version: string };
+  servers?: { url: string }[];
+  tags?: { name: string; description?: string }[];
+  paths: Record<string, Record<string, Operation>>;
+  components: { schemas: Record<string, Schema>; securitySchemes: Record<string, Record<string, string>> };
+}
+
+let doc: OpenApiDocument;
+
+beforeAll(async () => {
+  const response = await call("/v1/openapi.json");
+  expect(response.status).toBe(200);
+  doc = await response.json<OpenApiDocument>();
+});
+
+/** Follows a `$ref` into components.schemas. */
+function resolve(schema: Schema | undefined): Schema {
+  if (!schema) throw new Error("no schema");
+  if (!schema.$ref) return schema;
+  const name = schema.$ref.replace("#/components/schemas/", "");
+  const target = doc.components.schemas[name];
+  if (!target) throw new Error(`unresolved ${schema.$ref}`);
+  return resolve(target);
+}
+
+function operation(path: string, method: string): Operation {
+  const found = doc.paths[path]?.[method];
+  if (!found) throw new Error(`${method.toUpperCase()} ${path} is not documented`);
+  return found;
+}
+
+function jsonSchema(entry: { content?: Record<string, { schema: Schema }> } | undefined): Schema {
+  return resolve(entry?.content?.["application/json"]?.schema);
+}
+
+function envelopeStatusOf(schema: Schema): Schema {
+  return resolve(resolve(schema).properties?.Status);
+}
+
+describe("GET /v1/openapi.json", () => {
+  it("should be an OpenAPI 3.1 document of version 0.0.0", () => {
+    expect(doc.openapi).toMatch(/^3\.1\.\d+$/);
+    expect(doc.info.version).toBe("0.0.0");
+  });
+
+  it("should point at this deployment's /v1", () => {
+    expect(doc.servers?.map((server) => server.url)).toContain(`${ORIGIN}/v1`);
+  });
+
+  it("should declare the tags of the interface, experimental included", () => {
+    expect(doc.tags?.map((tag) => tag.name).sort()).toEqual(
+      ["account", "auth", "data", "dataset", "experimental", "query", "user"].sort(),
+    );
+    expect(doc.tags?.find((tag) => tag.name === "experimental")?.description).toMatch(/not for general use/);
+  });
+
+  it("should document GET /auth as a public redirect", () => {
+    const auth = operation("/auth", "get");
+
+    expect(auth.tags).toContain("auth");
+    expect(Object.keys(auth.responses)).toContain("302");
+    expect(auth.security ?? []).toEqual([]);
+  });
+
+  it("should document POST /auth/token with RefreshTokenRequest in and JwtResponse out", () => {
+    const token = operation("/auth/token", "post");
+
+    expect(token.tags).toContain("auth");
+    expect(token.security ?? []).toEqual([]);
+    const request = jsonSchema(token.requestBody);
+    expect(request.required).toContain("RefreshToken");
+    expect(request.properties?.RefreshToken?.type).toBe("string");
+
+    const data = resolve(jsonSchema(token.responses["200"]).properties?.Data);
+    expect(Object.keys(data.properties ?? {}).sort()).toEqual(
+      ["AccessToken", "AccessTokenExpiresOn", "RefreshToken", "RefreshTokenExpiresOn", "TokenType"].sort(),
+    );
+    expect(data.properties?.AccessTokenExpiresOn?.format).toBe("date-time");
+    expect(data.properties?.RefreshTokenExpiresOn?.format).toBe("date-time");
+    expect(envelopeStatusOf(jsonSchema(token.responses["401"])).properties?.Code?.type).toBe("integer");
+  });
+
+  it("should document GET /me/datasets with bearer security and DatasetListResponse", () => {
+    const me = operation("/me/datasets", "get");
+
+    expect(me.tags).toContain("user");
+    expect(me.security).toEqual([{ Bearer: [] }]);
+    const data = resolve(jsonSchema(me.responses["200"]).properties?.Data);
+    expect(data.properties?.DatasetCount?.type).toBe("integer");
+    const item = resolve(resolve(data.properties?.DatasetList).items);
+    expect(Object.keys(item.properties ?? {}).sort()).toEqual(["AccountName", "DatasetName"]);
+    expect(Object.keys(me.responses)).toContain("401");
+  });
+
+  it("should define the bearer scheme as HTTP bearer with JWT", () => {
+    expect(doc.components.securitySchemes.Bearer).toMatchObject({
+      type: "http",
+      scheme: "bearer",
+      bearerFormat: "JWT",
+    });
+  });
+
+  it("should describe the envelope's Status with Code and Message", () => {
+    const status = resolve(doc.components.schemas.ApiResponseStatus);
+
+    expect(status.properties?.Code?.type).toBe("integer");
+    expect(status.properties?.Message?.type).toBe("string");
+  });
+
+  it("should tag logout experimental", () => {
+    expect(operation("/auth/logout", "post").tags).toContain("experimental");
+  });
+});
+
+describe("GET /v1/docs", () => {
+  it("should answer a page for people that loads the document", async () => {
+    const response = await call("/v1/docs");
+
+    expect(response.status).toBe(200);
+    expect(response.headers.get("content-type")).toMatch(/^text\/html/);
+    const html = await response.text();
+    expect(html).toMatch(/swagger/i);
+    expect(html).toContain("/v1/openapi.json");
+  });
+});

@@ -1,0 +1,491 @@
+import { describe, expect, it } from "vitest";
+import { ingestCsv, type IngestOptions, type IngestResult } from "../../src/ingest/csv-ingest";
+import type { Column, TableDefinition } from "../../src/ingest/data-schema";
+import type { DataTypeName } from "../../src/ingest/value-types";
+import { concatBytes, failingStream, gzip, trackedStream, utf8 } from "./streams";
+
+const LIMITS = { maxDecompressedBytes: 64 * 1024 * 1024 };
+
+function ingest(
+  file: string | Uint8Array,
+  options: Partial<IngestOptions> = {},
+  chunking: number | readonly number[] = 7,
+): Promise<IngestResult> {
+  const bytes = typeof file === "string" ? utf8(file) : file;
+  return ingestCsv(trackedStream(bytes, chunking).stream, { limits: LIMITS, ...options });
+}
+
+function column(name: string, type: DataTypeName, nullable = true): Column {
+  return { Name: name, DataType: { DataType: type, DataTypeOptions: { Nullable: nullable } } };
+}
+
+function table(...columns: Column[]): TableDefinition {
+  return { Columns: columns };
+}
+
+function typesOf(result: IngestResult): Record<string, DataTypeName> {
+  if (!result.ok) throw new Error(`expected success, got: ${result.message}`);
+  return Object.fromEntries(result.columns.map((c) => [c.Name, c.DataType.DataType]));
+}
+
+function failureOf(result: IngestResult): Extract<IngestResult, { ok: false }> {
+  if (result.ok) throw new Error("expected the ingest to fail");
+  return result;
+}
+
+const PEOPLE = table(
+  column("id", "INTEGER", false),
+  column("name", "STRING"),
+  column("score", "DOUBLE"),
+  column("born", "DATE"),
+);
+
+describe("ingestCsv: generating the table", () => {
+  it("should infer each column's narrowest type and count the data rows", async () => {
+    const file =
+      "id,price,active,flag,day,at,label,nothing\n" +
+      "1,1.5,true,1,2024-01-31,2024-01-31T10:00:00Z,a,\n" +
+      "2,2,FALSE,0,2024-02-29,2024-02-29 23:59,b,\n" +
+      "3,,,1,,2024-03-01T00:00:00+09:00,7,\n";
+    const result = await ingest(file);
+    expect(typesOf(result)).toEqual({
+      id: "INTEGER",
+      price: "DOUBLE",
+      active: "BOOLEAN",
+      flag: "INTEGER",
+      day: "DATE",
+      at: "TIMESTAMP",
+      label: "STRING",
+      nothing: "STRING",
+    });
+    expect(result).toMatchObject({ ok: true, rowCount: 3, deliveryType: "RAW", decompressedBytes: utf8(file).length });
+  });
+
+  it("should generate nullable columns", async () => {
+    const result = await ingest("a\n1\n");
+    expect(result.ok && result.columns).toEqual([column("a", "INTEGER")]);
+  });
+
+  it("should give STRING columns and zero rows for a header-only file", async () => {
+    for (const file of ["a,b,c", "a,b,c\n", "a,b,c\r\n\r\n"]) {
+      const result = await ingest(file);
+      expect(typesOf(result)).toEqual({ a: "STRING", b: "STRING", c: "STRING" });
+      expect(result.ok && result.rowCount).toBe(0);
+    }
+  });
+
+  it("should name columns column_1... and count the first row as data without a header", async () => {
+    const result = await ingest("1,x\n2,y\n", { dataOptions: { Header: false } });
+    expect(typesOf(result)).toEqual({ column_1: "INTEGER", column_2: "STRING" });
+    expect(result.ok && result.rowCount).toBe(2);
+  });
+
+  it("should trim header names, name blank ones by position and make repeated ones unique", async () => {
+    const result = await ingest(" id ,,Name,name,NAME\n1,2,3,4,5\n");
+    expect(result.ok && result.columns.map((c) => c.Name)).toEqual(["id", "column_2", "Name", "name_2", "NAME_3"]);
+  });
+
+  it("should refuse an empty file", async () => {
+    expect(failureOf(await ingest(""))).toEqual({
+      ok: false,
+      status: 400,
+      message: "The file is empty: a header row was expected (DataOptions.Header is true).",
+    });
+    expect(failureOf(await ingest("\n\n", { dataOptions: { Header: false } })).message).toBe(
+      "The file is empty: there are no rows to generate a TableDefinition from.",
+    );
+  });
+
+  it("should report rows with the wrong number of fields", async () => {
+    const result = failureOf(await ingest("a,b,c,d\n1,2,3,4\n1,2,3\n"));
+    expect(result.status).toBe(400);
+    expect(result.message).toBe("Cannot generate a TableDefinition from the file: row 2 has 3 fields, expected 4.");
+    expect(result.violations).toEqual([{ row: 2, message: "row 2 has 3 fields, expected 4" }]);
+  });
+});
+
+describe("ingestCsv: real-world CSV", () => {
+  it("should read quoted commas, escaped quotes and line breaks, CRLF and non-ASCII text", async () => {
+    const file = 'id,name,note\r\n1,"Smith, J","said ""hi""\r\nthen left"\r\n2,Zoë ✓ 東京,\r\n3,"",""\r\n';
+    const result = await ingest(file, {
+      tableDefinition: table(column("id", "INTEGER"), column("name", "STRING"), column("note", "STRING")),
+    });
+    expect(result).toMatchObject({ ok: true, rowCount: 3 });
+  });
+
+  it("should read a last row without a line break", async () => {
+    expect(await ingest("a,b\n1,2")).toMatchObject({ ok: true, rowCount: 1 });
+  });
+
+  it("should ignore blank lines before the header and after the last row", async () => {
+    const result = await ingest("\n\r\na,b\r\n1,2\r\n\r\n\r\n");
+    expect(result).toMatchObject({ ok: true, rowCount: 1 });
+  });
+
+  it("should treat a blank line between rows as a row", async () => {
+    const result = failureOf(await ingest("a,b\n1,2\n\n3,4\n"));
+    expect(result.message).toBe(
+      "Cannot generate a TableDefinition from the file: row 2 has 1 field (the line is blank), expected 2.",
+    );
+    const single = await ingest("a\n1\n\n3\n");
+    expect(single).toMatchObject({ ok: true, rowCount: 3, columns: [column("a", "INTEGER")] });
+  });
+
+  it("should drop a UTF-8 byte order mark, raw or gzipped", async () => {
+    const bytes = concatBytes(new Uint8Array([0xef, 0xbb, 0xbf]), utf8("id,name\n1,x\n"));
+    for (const file of [bytes, await gzip(bytes)]) {
+      for (const chunking of [1, 2, 1000]) {
+        expect(typesOf(await ingest(file, {}, chunking))).toEqual({ id: "INTEGER", name: "STRING" });
+      }
+    }
+  });
+
+  it("should use a custom delimiter", async () => {
+    const result = await ingest('a;b\t;c\n1;"x;y";2024-01-01\n', { dataOptions: { Delimiter: ";" } });
+    expect(typesOf(result)).toEqual({ a: "INTEGER", b: "STRING", c: "DATE" });
+    const tabs = await ingest("a\tb\n1,5\t2\n", { dataOptions: { Delimiter: "\t" } });
+    expect(typesOf(tabs)).toEqual({ a: "STRING", b: "INTEGER" });
+  });
+
+  it("should read very wide rows", async () => {
+    const width = 5000;
+    const header = Array.from({ length: width }, (_, i) => `c${i}`).join(",");
+    const row = Array.from({ length: width }, (_, i) => (i % 2 ? `${i}.5` : `${i}`)).join(",");
+    const result = await ingest(`${header}\n${row}\n${row}\n`, {}, 4096);
+    expect(result.ok && result.rowCount).toBe(2);
+    expect(result.ok && result.columns).toHaveLength(width);
+    expect(result.ok && result.columns[4999]).toEqual(column("c4999", "DOUBLE"));
+  });
+
+  it("should give the same result wherever the bytes are cut, for CRLF, quoted line breaks and multi-byte text", async () => {
+    const file = utf8('id,"na\r\nme",ok\r\n1,"Zoë, ""東京""\r\n✓",true\r\n2,"",FALSE\r\n3,ß,1');
+    const whole = await ingest(file, {}, file.length);
+    expect(whole).toMatchObject({ ok: true, rowCount: 3 });
+    expect(typesOf(whole)).toEqual({ id: "INTEGER", "na\r\nme": "STRING", ok: "BOOLEAN" });
+    for (let cut = 0; cut <= file.length; cut++) {
+      expect(await ingest(file, {}, [cut]), `cut at ${cut}`).toEqual(whole);
+    }
+  });
+
+  it("should give the same violations wherever the bytes are cut", async () => {
+    const file = utf8('id,name,score,born\r\n1,"a\r\nb",x,2024-01-01\r\n,é,1.5,2024-02-30\r\n');
+    const whole = await ingest(file, { tableDefinition: PEOPLE }, file.length);
+    expect(failureOf(whole).violations).toHaveLength(3);
+    for (let cut = 0; cut <= file.length; cut++) {
+      expect(await ingest(file, { tableDefinition: PEOPLE }, [cut]), `cut at ${cut}`).toEqual(whole);
+    }
+  });
+
+  it("should parse a large file fed in odd-sized chunks exactly", async () => {
+    const lines = Array.from({ length: 30_000 }, (_, i) => `${i},"note ""${i}"",\r\nline two",${i % 2 === 0}`);
+    const file = `id,note,even\r\n${lines.join("\r\n")}\r\n`;
+    const check = table(column("id", "INTEGER", false), column("note", "STRING"), column("even", "BOOLEAN", false));
+    for (const chunking of [1021, 65_537]) {
+      expect(await ingest(file, { tableDefinition: check }, chunking)).toMatchObject({ ok: true, rowCount: 30_000 });
+    }
+  });
+});
+
+describe("ingestCsv: checking against a TableDefinition", () => {
+  it("should accept a file that matches", async () => {
+    const file = "id,name,score,born\n1,Ann,1.5,2000-01-01\n2,,,\n";
+    const result = await ingest(file, { tableDefinition: PEOPLE });
+    expect(result).toEqual({
+      ok: true,
+      rowCount: 2,
+      columns: PEOPLE.Columns,
+      deliveryType: "RAW",
+      decompressedBytes: file.length,
+    });
+  });
+
+  it("should not require header names to match the TableDefinition", async () => {
+    expect(await ingest("a,b,c,d\n1,x,2,2024-01-01\n", { tableDefinition: PEOPLE })).toMatchObject({
+      ok: true,
+      rowCount: 1,
+    });
+  });
+
+  it("should name the row, column and value of a violation, counting data rows from 1", async () => {
+    const result = failureOf(
+      await ingest("id,name,score,born\n1,a,1,2024-01-01\n2,b,abc,2024-01-01\n", { tableDefinition: PEOPLE }),
+    );
+    expect(result.status).toBe(400);
+    expect(result.message).toBe(
+      "The file does not match the TableDefinition: row 2, column 'score': 'abc' is not a valid DOUBLE (expected a decimal number such as 42, -1.5 or 6.02e23).",
+    );
+    expect(result.violations).toEqual([
+      { row: 2, column: "score", value: "abc", message: expect.stringContaining("row 2, column 'score'") },
+    ]);
+  });
+
+  it("should count rows from the first line when there is no header", async () => {
+    const result = failureOf(
+      await ingest("1,a,1,2024-01-01\nx,b,2,2024-01-01\n", { tableDefinition: PEOPLE, dataOptions: { Header: false } }),
+    );
+    expect(result.violations?.[0]).toMatchObject({ row: 2, column: "id", value: "x" });
+  });
+
+  it("should list several problems, each value and field count in its row", async () => {
+    const file =
+      "id,name,score,born\n" +
+      "1,a,1,2024-01-01\n" +
+      ",b,2,2024-01-01\n" +
+      "3,c,3\n" +
+      "4,d,4,2023-02-29\n" +
+      "5,e,five,31/12/2024\n";
+    const result = failureOf(await ingest(file, { tableDefinition: PEOPLE }));
+    expect(result.violations?.map((v) => [v.row, v.column, v.value])).toEqual([
+      [2, "id", ""],
+      [3, undefined, undefined],
+      [4, "born", "2023-02-29"],
+      [5, "score", "five"],
+      [5, "born", "31/12/2024"],
+    ]);
+    expect(result.message).toBe(
+      "The file does not match the TableDefinition: " +
+        "row 2, column 'id': the value is empty, but the column is not nullable; " +
+        "row 3 has 3 fields, expected 4; " +
+        "row 4, column 'born': '2023-02-29' is not a valid DATE (expected a date written YYYY-MM-DD); " +
+        "row 5, column 'score': 'five' is not a valid DOUBLE (expected a decimal number such as 42, -1.5 or 6.02e23); " +
+        "row 5, column 'born': '31/12/2024' is not a valid DATE (expected a date written YYYY-MM-DD) " +
+        "(only the first 5 problems are listed).",
+    );
+  });
+
+  it("should stop reading and cancel the upload once five problems are found", async () => {
+    const rows = Array.from({ length: 50_000 }, (_, i) => `${i},n,bad,2024-01-01`).join("\n");
+    const tracked = trackedStream(utf8(`id,name,score,born\n${rows}\n`), 1024);
+    const result = failureOf(await ingestCsv(tracked.stream, { limits: LIMITS, tableDefinition: PEOPLE }));
+    expect(result.violations?.map((v) => v.row)).toEqual([1, 2, 3, 4, 5]);
+    expect(tracked.cancelled).toBe(true);
+    expect(tracked.pulls).toBeLessThan(200);
+  });
+
+  it("should cut a long value in the message", async () => {
+    const long = "y".repeat(1000);
+    const result = failureOf(await ingest(`id,name,score,born\n1,a,${long},2024-01-01\n`, { tableDefinition: PEOPLE }));
+    expect(result.message).toContain(`'${"y".repeat(60)}…' is not a valid DOUBLE`);
+    expect(result.message.length).toBeLessThan(300);
+    expect(result.violations?.[0]?.value).toBe(`${"y".repeat(200)}…`);
+  });
+
+  it("should escape line breaks in values and column names in the message", async () => {
+    const check = table(column("a\nb", "INTEGER"));
+    const result = failureOf(await ingest('x\n"1\r\n2"\n', { tableDefinition: check }));
+    expect(result.message).toBe(
+      "The file does not match the TableDefinition: row 1, column 'a\\nb': '1\\r\\n2' is not a valid INTEGER (expected a whole number from -9223372036854775808 to 9223372036854775807).",
+    );
+  });
+
+  it("should report a header row with the wrong number of fields", async () => {
+    const result = failureOf(await ingest("id,name\n1,a,1,2024-01-01\n", { tableDefinition: PEOPLE }));
+    expect(result.violations).toEqual([
+      { row: 0, message: "the header row has 2 fields, but the TableDefinition has 4 columns" },
+    ]);
+  });
+
+  it("should accept an empty file without a header, and refuse one that lacks the header", async () => {
+    expect(await ingest("", { tableDefinition: PEOPLE, dataOptions: { Header: false } })).toMatchObject({
+      ok: true,
+      rowCount: 0,
+    });
+    expect(failureOf(await ingest("", { tableDefinition: PEOPLE })).status).toBe(400);
+  });
+
+  it("should report broken quoting in its row", async () => {
+    const result = failureOf(await ingest('id,name,score,born\n1,"a"b",1,2024-01-01\n', { tableDefinition: PEOPLE }));
+    expect(result.violations).toEqual([
+      { row: 1, message: expect.stringMatching(/^row 1: a quoted field is not closed properly/) },
+    ]);
+    const unclosed = failureOf(
+      await ingest('id,name,score,born\n1,"open,1,2024-01-01\n2,b,2,2024-01-01\n', { tableDefinition: PEOPLE }),
+    );
+    expect(unclosed.violations?.[0]?.row).toBe(1);
+  });
+
+  it("should stop at a row longer than the limit instead of buffering the rest of the file", async () => {
+    const tracked = trackedStream(utf8(`a,b\n1,"${"x".repeat(100_000)}`), 1000);
+    const result = failureOf(await ingestCsv(tracked.stream, { limits: { ...LIMITS, maxRowChars: 10_000 } }));
+    expect(result).toEqual({
+      ok: false,
+      status: 400,
+      message:
+        "The file has a row longer than 10000 characters (at data row 1); usually a quoted field is never closed.",
+    });
+    expect(tracked.cancelled).toBe(true);
+  });
+});
+
+describe("ingestCsv: gzip", () => {
+  const CSV = "id,name\n1,a\n2,b\n";
+
+  it("should recognise gzip by its magic bytes and report the decompressed size", async () => {
+    const compressed = await gzip(utf8(CSV));
+    for (const chunking of [1, 3, 4096]) {
+      const result = await ingest(compressed, {}, chunking);
+      expect(result).toEqual({ ...(await ingest(CSV)), deliveryType: "GZIP" });
+      expect(result.ok && result.decompressedBytes).toBe(utf8(CSV).length);
+    }
+  });
+
+  it("should treat a file that only starts with 0x1f as raw CSV", async () => {
+    const result = await ingest(utf8("\u001f,b\n1,2\n"), {}, 1);
+    expect(result).toMatchObject({ ok: true, deliveryType: "RAW" });
+  });
+
+  it("should stop a gzip bomb at the size limit without reading the rest of the upload", async () => {
+    const bomb = await gzip(utf8(`a\n${"1\n".repeat(10 * 1024 * 1024)}`));
+    const tracked = trackedStream(bomb, 256);
+    const result = await ingestCsv(tracked.stream, { limits: { maxDecompressedBytes: 1024 * 1024 } });
+    expect(result).toEqual({
+      ok: false,
+      status: 413,
+      message: "The file is larger than the limit of 1048576 bytes once decompressed.",
+    });
+    expect(tracked.bytesServed).toBeLessThan(bomb.length / 4);
+    expect(tracked.cancelled).toBe(true);
+  });
+
+  it("should refuse a raw file over the size limit with 413", async () => {
+    const result = await ingest(`a\n${"1\n".repeat(1000)}`, { limits: { maxDecompressedBytes: 1000 } });
+    expect(result).toEqual({ ok: false, status: 413, message: "The file is larger than the limit of 1000 bytes." });
+  });
+
+  it("should report truncated and corrupt gzip data", async () => {
+    const compressed = await gzip(utf8(CSV.repeat(100)));
+    expect(failureOf(await ingest(compressed.slice(0, compressed.length - 10)))).toEqual({
+      ok: false,
+      status: 400,
+      message:
+        "The file starts like gzip but cannot be decompressed: the gzip data ends too early (the file is truncated).",
+    });
+    const corrupt = compressed.slice();
+    corrupt.fill(0xff, 10, 30);
+    expect(failureOf(await ingest(corrupt)).message).toMatch(/^The file starts like gzip but cannot be decompressed: /);
+    expect(failureOf(await ingest(concatBytes(compressed, utf8("junk")))).message).toBe(
+      "The file starts like gzip but cannot be decompressed: there are extra bytes after the end of the gzip data.",
+    );
+  });
+
+  it("should cancel the upload when the gzip data is corrupt", async () => {
+    const compressed = await gzip(utf8(CSV.repeat(10_000)));
+    const corrupt = compressed.slice();
+    corrupt.fill(0, 10, 200);
+    const tracked = trackedStream(corrupt, 64);
+    expect((await ingestCsv(tracked.stream, { limits: LIMITS })).ok).toBe(false);
+    expect(tracked.cancelled || tracked.bytesServed === corrupt.length).toBe(true);
+  });
+});
+
+describe("ingestCsv: text encoding", () => {
+  it("should decode multi-byte characters split across chunks", async () => {
+    const result = await ingest("名前,値\n東京,1\n😀,2\n", {}, 1);
+    expect(typesOf(result)).toEqual({ 名前: "STRING", 値: "INTEGER" });
+  });
+
+  it("should name the offset and row of invalid UTF-8", async () => {
+    const latin1 = concatBytes(utf8("name,city\nAnn,Paris\nBob,Z"), new Uint8Array([0xfc]), utf8("rich\n"));
+    for (const chunking of [1, 5, 1000]) {
+      expect(failureOf(await ingest(latin1, {}, chunking))).toEqual({
+        ok: false,
+        status: 400,
+        message:
+          "The file is not valid UTF-8: byte 0xFC at byte offset 25, in data row 2 is not part of a valid character. Save the file as UTF-8 and upload it again.",
+      });
+    }
+  });
+
+  it("should find the bad byte when a character is cut short across chunks", async () => {
+    const bytes = concatBytes(utf8("h\nab"), new Uint8Array([0xe6, 0x9d]), utf8("x\n"));
+    for (let cut = 0; cut <= bytes.length; cut++) {
+      expect(failureOf(await ingest(bytes, {}, [cut])).message, `cut at ${cut}`).toContain(
+        "byte 0xE6 at byte offset 4, in data row 1",
+      );
+    }
+  });
+
+  it("should say so when the file ends inside a character", async () => {
+    const bytes = concatBytes(utf8("h\nab"), new Uint8Array([0xe6, 0x9d]));
+    expect(failureOf(await ingest(bytes, {}, 1)).message).toBe(
+      "The file is not valid UTF-8: it ends in the middle of a character (at byte offset 4, in data row 1). Save the file as UTF-8 and upload it again.",
+    );
+  });
+
+  it("should point into the header row and into gzipped data", async () => {
+    const bytes = concatBytes(utf8("na"), new Uint8Array([0xff]), utf8("me\n1\n"));
+    expect(failureOf(await ingest(bytes)).message).toContain("byte 0xFF at byte offset 2, in the header row");
+    expect(failureOf(await ingest(await gzip(bytes))).message).toContain(
+      "byte offset 2 of the decompressed data, in the header row",
+    );
+  });
+});
+
+describe("ingestCsv: stream contract", () => {
+  it("should read the upload to its end on success, so a tee sibling gets every byte", async () => {
+    const bytes = utf8(`a,b\n${"1,2\n".repeat(50_000)}`);
+    const [mine, theirs] = trackedStream(bytes, 1000).stream.tee();
+    const [result, copied] = await Promise.all([
+      ingestCsv(mine, { limits: LIMITS }),
+      new Response(theirs).arrayBuffer(),
+    ]);
+    expect(result).toMatchObject({ ok: true, rowCount: 50_000 });
+    expect(new Uint8Array(copied)).toEqual(bytes);
+  });
+
+  it("should cancel its branch of a tee on failure and leave the sibling whole", async () => {
+    const bytes = await gzip(utf8(`a\n${"x\n".repeat(300_000)}`));
+    const tracked = trackedStream(bytes, 512);
+    const [mine, theirs] = tracked.stream.tee();
+    const result = await ingestCsv(mine, { limits: { maxDecompressedBytes: 10_000 } });
+    expect(result.ok).toBe(false);
+    expect(new Uint8Array(await new Response(theirs).arrayBuffer())).toEqual(bytes);
+    expect(tracked.bytesServed).toBe(bytes.length);
+  });
+
+  it("should copy the bytes exactly as uploaded to copyTo and close it on success", async () => {
+    const bytes = await gzip(utf8(`a,b\n${"1,2\n".repeat(20_000)}`));
+    const copy = new TransformStream<Uint8Array, Uint8Array>();
+    const [result, copied] = await Promise.all([
+      ingestCsv(trackedStream(bytes, 333).stream, { limits: LIMITS, copyTo: copy.writable }),
+      new Response(copy.readable).arrayBuffer(),
+    ]);
+    expect(result).toMatchObject({ ok: true, rowCount: 20_000, deliveryType: "GZIP" });
+    expect(new Uint8Array(copied)).toEqual(bytes);
+  });
+
+  it("should abort copyTo when the file is refused, even after reading all of it", async () => {
+    const copy = new TransformStream<Uint8Array, Uint8Array>();
+    const copied = new Response(copy.readable).arrayBuffer();
+    const result = await ingest("a,b\n1,2\n3\n", { copyTo: copy.writable });
+    expect(result.ok).toBe(false);
+    await expect(copied).rejects.toThrow("row 2 has 1 field, expected 2");
+  });
+
+  it("should read the upload no faster than copyTo takes it", async () => {
+    const tracked = trackedStream(utf8(`a\n${"1\n".repeat(5000)}`), 100);
+    let written = 0;
+    let mostAhead = 0;
+    const slow = new WritableStream<Uint8Array>({
+      async write() {
+        written++;
+        mostAhead = Math.max(mostAhead, tracked.pulls - written);
+        await new Promise((resolve) => setTimeout(resolve, 0));
+      },
+    });
+    expect(await ingestCsv(tracked.stream, { limits: LIMITS, copyTo: slow })).toMatchObject({
+      ok: true,
+      rowCount: 5000,
+    });
+    expect(written).toBe(tracked.pulls);
+    expect(mostAhead).toBeLessThanOrEqual(1);
+  });
+
+  it("should throw the upload's own error, raw or gzipped, instead of calling the file corrupt", async () => {
+    const disconnect = new Error("client went away");
+    const raw = utf8("a,b\n1,2\n");
+    await expect(ingestCsv(failingStream(raw, disconnect), { limits: LIMITS })).rejects.toBe(disconnect);
+    const compressed = (await gzip(utf8("a,b\n1,2\n".repeat(1000)))).slice(0, 100);
+    await expect(ingestCsv(failingStream(compressed, disconnect), { limits: LIMITS })).rejects.toBe(disconnect);
+  });
+});

@@ -1,0 +1,264 @@
+import { describe, expect, it } from "vitest";
+import {
+  INFER_ALL,
+  inferredType,
+  isBooleanText,
+  isDateText,
+  isDoubleText,
+  isIntegerText,
+  isTimestampText,
+  narrowCandidates,
+  toSqlValue,
+  valueCheck,
+  type DataTypeName,
+} from "../../src/ingest/value-types";
+
+function inferColumn(values: readonly string[]): DataTypeName {
+  let candidates = INFER_ALL;
+  let sawValue = false;
+  for (const value of values) {
+    if (value === "") continue;
+    sawValue = true;
+    candidates = narrowCandidates(candidates, value);
+  }
+  return inferredType(candidates, sawValue);
+}
+
+describe("INTEGER", () => {
+  it.each([
+    "0",
+    "-0",
+    "+7",
+    "42",
+    "-42",
+    "007",
+    "9223372036854775807",
+    "-9223372036854775808",
+    "0009223372036854775807",
+  ])("should accept %s", (text) => {
+    expect(isIntegerText(text)).toBe(true);
+  });
+
+  it.each([
+    "",
+    "+",
+    "-",
+    "1.0",
+    "1e3",
+    " 1",
+    "1 ",
+    "1_000",
+    "0x10",
+    "١٢",
+    "9223372036854775808",
+    "-9223372036854775809",
+    "99999999999999999999",
+  ])("should reject %j", (text) => {
+    expect(isIntegerText(text)).toBe(false);
+  });
+});
+
+describe("DOUBLE", () => {
+  it.each([
+    "0",
+    "1",
+    "-1.5",
+    "+2.25",
+    "1.",
+    ".5",
+    "-.5",
+    "6.02e23",
+    "1E-7",
+    "1e+3",
+    "1e-400",
+    "1.7976931348623157e308",
+  ])("should accept %s", (text) => {
+    expect(isDoubleText(text)).toBe(true);
+  });
+
+  it.each([
+    "",
+    ".",
+    "-",
+    "e3",
+    "1e",
+    "1e+",
+    "0x1F",
+    "Infinity",
+    "-Infinity",
+    "NaN",
+    "1e999",
+    "1,5",
+    "1.2.3",
+    " 1",
+    "1d",
+  ])("should reject %j", (text) => {
+    expect(isDoubleText(text)).toBe(false);
+  });
+
+  it("should reject a long digit string that overflows to Infinity", () => {
+    expect(isDoubleText("9".repeat(400))).toBe(false);
+    expect(isDoubleText("9".repeat(300))).toBe(true);
+  });
+});
+
+describe("BOOLEAN", () => {
+  it.each(["true", "false", "TRUE", "False", "tRuE", "1", "0"])("should accept %s", (text) => {
+    expect(isBooleanText(text)).toBe(true);
+  });
+
+  it.each(["", "yes", "no", "t", "f", "2", "01", "truee", " true", "on"])("should reject %j", (text) => {
+    expect(isBooleanText(text)).toBe(false);
+  });
+});
+
+describe("DATE", () => {
+  it.each(["2024-01-31", "2024-02-29", "2000-02-29", "1999-12-31", "0001-01-01", "9999-12-31"])(
+    "should accept %s",
+    (text) => {
+      expect(isDateText(text)).toBe(true);
+    },
+  );
+
+  it.each([
+    "",
+    "2023-02-29",
+    "1900-02-29",
+    "2024-04-31",
+    "2024-13-01",
+    "2024-00-10",
+    "2024-01-00",
+    "2024-1-01",
+    "24-01-01",
+    "2024/01/01",
+    "2024-01-01T00:00:00",
+    "2024-01-01 ",
+  ])("should reject %j", (text) => {
+    expect(isDateText(text)).toBe(false);
+  });
+});
+
+describe("TIMESTAMP", () => {
+  it.each([
+    "2024-01-31T13:45:00Z",
+    "2024-01-31 13:45:00",
+    "2024-01-31T13:45",
+    "2024-01-31T13:45:00.1",
+    "2024-01-31T13:45:00.123456789Z",
+    "2024-01-31T13:45:00+09:00",
+    "2024-01-31T13:45:00-0530",
+    "2024-01-31 13:45:00+00",
+    "2024-02-29T23:59:59Z",
+  ])("should accept %s", (text) => {
+    expect(isTimestampText(text)).toBe(true);
+  });
+
+  it.each([
+    "",
+    "2024-01-31",
+    "2024-01-31T",
+    "2024-01-31T24:00:00",
+    "2024-01-31T12:60:00",
+    "2024-01-31T12:00:60",
+    "2024-01-31T12:00:00.",
+    "2024-01-31T12:00:00.1234567890",
+    "2024-01-31T12:00:00ZZ",
+    "2024-01-31T12:00:00+9",
+    "2024-01-31T12:00:00+09:0",
+    "2024-01-31T12:00:00+24:00",
+    "2024-01-31T12:00:00 +09:00",
+    "2024-02-30T12:00:00",
+    "2024-01-31t12:00:00",
+    "2024-01-31T1:00:00",
+  ])("should reject %j", (text) => {
+    expect(isTimestampText(text)).toBe(false);
+  });
+});
+
+describe("valueCheck", () => {
+  it("should accept any text for STRING", () => {
+    expect(valueCheck("STRING")("anything at all")).toBe(true);
+  });
+
+  it("should use the matching check for each other type", () => {
+    expect(valueCheck("INTEGER")("12")).toBe(true);
+    expect(valueCheck("INTEGER")("1.5")).toBe(false);
+    expect(valueCheck("DOUBLE")("1.5")).toBe(true);
+    expect(valueCheck("BOOLEAN")("FALSE")).toBe(true);
+    expect(valueCheck("DATE")("2024-01-01")).toBe(true);
+    expect(valueCheck("TIMESTAMP")("2024-01-01")).toBe(false);
+  });
+});
+
+describe("toSqlValue", () => {
+  it("should turn an empty field into NULL whatever the type", () => {
+    for (const type of ["STRING", "INTEGER", "DOUBLE", "BOOLEAN", "DATE", "TIMESTAMP"] as const) {
+      expect(toSqlValue(type, "")).toBeNull();
+    }
+  });
+
+  it("should give numbers, and a bigint beyond 2^53", () => {
+    expect(toSqlValue("INTEGER", "+007")).toBe(7);
+    expect(toSqlValue("INTEGER", "-9223372036854775808")).toBe(-9223372036854775808n);
+    expect(toSqlValue("DOUBLE", ".5")).toBe(0.5);
+    expect(toSqlValue("DOUBLE", "6.02e23")).toBe(6.02e23);
+  });
+
+  it("should store BOOLEAN as 1 or 0", () => {
+    expect(toSqlValue("BOOLEAN", "True")).toBe(1);
+    expect(toSqlValue("BOOLEAN", "0")).toBe(0);
+  });
+
+  it("should keep DATE and STRING as written", () => {
+    expect(toSqlValue("DATE", "2024-02-29")).toBe("2024-02-29");
+    expect(toSqlValue("STRING", " x ")).toBe(" x ");
+  });
+
+  it("should write TIMESTAMP with T and seconds, and convert a zone to UTC", () => {
+    expect(toSqlValue("TIMESTAMP", "2024-01-31 13:45")).toBe("2024-01-31T13:45:00");
+    expect(toSqlValue("TIMESTAMP", "2024-01-31 13:45:07.250")).toBe("2024-01-31T13:45:07.250");
+    expect(toSqlValue("TIMESTAMP", "2024-01-31T13:45:07Z")).toBe("2024-01-31T13:45:07Z");
+    expect(toSqlValue("TIMESTAMP", "2024-03-01T08:00:00.5+09:00")).toBe("2024-02-29T23:00:00.5Z");
+    expect(toSqlValue("TIMESTAMP", "2024-12-31 20:30:00-0430")).toBe("2025-01-01T01:00:00Z");
+    expect(toSqlValue("TIMESTAMP", "0050-06-01T12:00+00")).toBe("0050-06-01T12:00:00Z");
+  });
+});
+
+describe("type inference", () => {
+  it("should prefer INTEGER for a column of 1 and 0", () => {
+    expect(inferColumn(["1", "0", "1"])).toBe("INTEGER");
+  });
+
+  it("should pick BOOLEAN when true/false appear among 1 and 0", () => {
+    expect(inferColumn(["1", "0", "TRUE", "false"])).toBe("BOOLEAN");
+  });
+
+  it("should widen INTEGER to DOUBLE", () => {
+    expect(inferColumn(["1", "2.5", "-3"])).toBe("DOUBLE");
+    expect(inferColumn(["1", "9223372036854775808"])).toBe("DOUBLE");
+  });
+
+  it("should pick DATE and TIMESTAMP, but STRING when both are mixed", () => {
+    expect(inferColumn(["2024-01-01", "2024-02-29"])).toBe("DATE");
+    expect(inferColumn(["2024-01-01T00:00:00Z", "2024-01-01 12:00"])).toBe("TIMESTAMP");
+    expect(inferColumn(["2024-01-01", "2024-01-01T00:00:00Z"])).toBe("STRING");
+  });
+
+  it("should fall back to STRING when any value fits nothing narrower", () => {
+    expect(inferColumn(["1", "2", "three"])).toBe("STRING");
+    expect(inferColumn(["1", "true", "2"])).toBe("STRING");
+    expect(inferColumn(["2024-02-30"])).toBe("STRING");
+  });
+
+  it("should ignore empty fields, and give STRING to a column with no values", () => {
+    expect(inferColumn(["", "5", ""])).toBe("INTEGER");
+    expect(inferColumn(["", "", ""])).toBe("STRING");
+    expect(inferColumn([])).toBe("STRING");
+  });
+
+  it("should keep numbers with a leading zero as STRING so codes keep their zeros", () => {
+    expect(inferColumn(["02134", "90210"])).toBe("STRING");
+    expect(inferColumn(["-01.5"])).toBe("STRING");
+    expect(inferColumn(["0", "0.5", "-0.25", "0e3"])).toBe("DOUBLE");
+  });
+});
