@@ -9,9 +9,12 @@ import { quoteForMessage } from "./quote";
  * `Nulable` is reported instead of silently meaning "nullable".
  */
 
+/** The only SchemaVersion this service reads and writes. */
 export const SCHEMA_VERSION = "1.0";
+/** How the stored file is encoded: as uploaded, plain or gzip. */
 export const DELIVERY_TYPES = ["RAW", "GZIP"] as const;
 export type DeliveryType = (typeof DELIVERY_TYPES)[number];
+/** Data formats accepted: CSV only in version 1. */
 export const FORMAT_TYPES = ["CSV"] as const;
 
 // Characters papaparse cannot use as a delimiter: it would silently fall back to ','.

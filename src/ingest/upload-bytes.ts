@@ -1,4 +1,5 @@
 import { Gunzip } from "fflate";
+import { CRC32_START, crc32Value, updateCrc32 } from "./crc32";
 import type { DeliveryType } from "./data-schema";
 
 /**
@@ -12,6 +13,9 @@ import type { DeliveryType } from "./data-schema";
  * could run. Here compressed input goes in slices of `GZIP_SLICE_BYTES`,
  * and the next slice is inflated only once the previous output was taken;
  * deflate expands at most about 1032:1, which bounds one step's output.
+ * fflate does not check the gzip trailer, so this module does (CRC-32 and
+ * length of the output) for single-member files: a file accepted here must
+ * also decompress with zlib, which does check it, when it is read back.
  */
 
 export type ByteChunk =
@@ -32,6 +36,7 @@ export interface UploadBytes {
 // 8 KiB of gzip inflates to at most about 8 MiB, and usually to 30-80 KiB of CSV.
 const GZIP_SLICE_BYTES = 8 * 1024;
 const GZIP_MAGIC = [0x1f, 0x8b] as const;
+const GZIP_TRAILER_BYTES = 8;
 // fflate's error codes (its `ec` table) that this module words differently.
 const FFLATE_UNEXPECTED_EOF = 0;
 const FFLATE_INVALID_HEADER = 6;
@@ -110,10 +115,21 @@ function openGzip(source: SourceReader): UploadBytes {
   const inflated: Uint8Array[] = [];
   let ended = false;
   let fed = 0;
+  let crc = CRC32_START;
+  let inflatedBytes = 0;
+  let multiMember = false;
   const gunzip = new Gunzip((data, final) => {
-    if (data.length > 0) inflated.push(data);
+    if (data.length > 0) {
+      inflated.push(data);
+      crc = updateCrc32(crc, data);
+      inflatedBytes += data.length;
+    }
     if (final) ended = true;
   });
+  gunzip.onmember = () => {
+    multiMember = true;
+  };
+  const trailer = new LastBytes(GZIP_TRAILER_BYTES);
   let input: Uint8Array | undefined;
   let inputAt = 0;
 
@@ -130,9 +146,22 @@ function openGzip(source: SourceReader): UploadBytes {
     } catch (error) {
       return gzipFailureMessage(error, fed);
     }
-    inputAt += slice?.length ?? 0;
-    fed += slice?.length ?? 0;
+    if (slice === undefined) return checkTrailer();
+    inputAt += slice.length;
+    fed += slice.length;
+    trailer.add(slice);
     return undefined;
+  }
+
+  // RFC 1952 §2.3.1: the member ends with CRC32 then ISIZE (length mod 2^32), both little-endian.
+  function checkTrailer(): string | undefined {
+    if (multiMember) return undefined;
+    const view = new DataView(trailer.bytes.buffer);
+    const crcMatches = view.getUint32(0, true) === crc32Value(crc);
+    const sizeMatches = view.getUint32(4, true) === inflatedBytes % 2 ** 32;
+    return crcMatches && sizeMatches
+      ? undefined
+      : "its checksum does not match the data (the file is damaged or truncated)";
   }
 
   return {
@@ -148,6 +177,28 @@ function openGzip(source: SourceReader): UploadBytes {
     },
     cancel: () => source.cancel(),
   };
+}
+
+/** Keeps the last `size` bytes of everything added. */
+class LastBytes {
+  readonly bytes: Uint8Array;
+  private filled = 0;
+
+  constructor(private readonly size: number) {
+    this.bytes = new Uint8Array(size);
+  }
+
+  add(chunk: Uint8Array): void {
+    if (chunk.length >= this.size) {
+      this.bytes.set(chunk.subarray(chunk.length - this.size));
+      this.filled = this.size;
+      return;
+    }
+    const keep = Math.min(this.filled, this.size - chunk.length);
+    this.bytes.copyWithin(this.size - chunk.length - keep, this.size - keep);
+    this.bytes.set(chunk, this.size - chunk.length);
+    this.filled = keep + chunk.length;
+  }
 }
 
 function gzipFailureMessage(error: unknown, bytesAccepted: number): string {

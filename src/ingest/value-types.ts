@@ -19,6 +19,7 @@
  * An empty field is NULL whatever the type.
  */
 
+/** Every column type, in the order messages list them. */
 export const DATA_TYPES = ["STRING", "INTEGER", "DOUBLE", "BOOLEAN", "DATE", "TIMESTAMP"] as const;
 export type DataTypeName = (typeof DATA_TYPES)[number];
 
@@ -279,7 +280,7 @@ function zoneOffsetMinutes(text: string, zoneAt: number): number {
   return sign === MINUS ? -total : total;
 }
 
-/** Bit set of the types a column could still have during inference. */
+/** Bits of the candidate set: the types a column could still have during inference. */
 export const INFER_INTEGER = 1;
 export const INFER_DOUBLE = 2;
 export const INFER_BOOLEAN = 4;

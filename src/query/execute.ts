@@ -25,7 +25,7 @@ export async function executeQuery(
   limits: QueryLimits,
   state: QueryStateHandle,
 ): Promise<RunOutcome | { status: "cancelled" }> {
-  const queueWaitMs = Math.max(0, Date.now() - Date.parse(record.createdAt));
+  const queueWaitMs = Math.max(0, Date.now() - record.createdAtMs);
   const owner = await findUserById(env.DB, record.ownerUserId);
   if (!owner) return { status: "failed", message: "Failed: the account that submitted the query no longer exists." };
 

@@ -28,6 +28,8 @@ export interface QueryRecord {
   message: string;
   createdAt: string;
   updatedAt: string;
+  /** Creation time in epoch milliseconds, for the queue-wait timing (createdAt has whole seconds). */
+  createdAtMs: number;
   /** When the current run started (running only); the watchdog counts from here. */
   startedAt: string | null;
   /** Result file size in bytes; 0 until it succeeds. */

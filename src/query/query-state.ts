@@ -28,9 +28,11 @@ export class QueryState extends DurableObject<Env> {
   async create(init: { queryId: string; ownerUserId: string; sql: string }): Promise<QueryRecord> {
     const existing = await this.load();
     if (existing) return existing;
-    const now = isoSeconds(nowSeconds());
+    const nowMs = Date.now();
+    const now = isoSeconds(Math.floor(nowMs / 1000));
     const record: QueryRecord = {
       ...init,
+      createdAtMs: nowMs,
       status: "queued",
       message: "Queued; waiting for a worker to run it.",
       createdAt: now,

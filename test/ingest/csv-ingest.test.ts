@@ -368,6 +368,23 @@ describe("ingestCsv: gzip", () => {
     );
   });
 
+  it("should check the gzip trailer, so a file cut inside it or with a wrong checksum is refused", async () => {
+    const compressed = await gzip(utf8(CSV.repeat(100)));
+    for (const cut of [1, 4, 8]) {
+      expect(failureOf(await ingest(compressed.slice(0, compressed.length - cut))).message, `cut ${cut}`).toBe(
+        "The file starts like gzip but cannot be decompressed: its checksum does not match the data (the file is damaged or truncated).",
+      );
+    }
+    const badChecksum = compressed.slice();
+    badChecksum[badChecksum.length - 6]! ^= 0xff;
+    expect(failureOf(await ingest(badChecksum)).status).toBe(400);
+  });
+
+  it("should read gzip files made of several members, as zlib does", async () => {
+    const twoMembers = concatBytes(await gzip(utf8("id,name\n1,a\n")), await gzip(utf8("2,b\n3,c\n")));
+    expect(await ingest(twoMembers, {}, 5)).toMatchObject({ ok: true, rowCount: 3, deliveryType: "GZIP" });
+  });
+
   it("should cancel the upload when the gzip data is corrupt", async () => {
     const compressed = await gzip(utf8(CSV.repeat(10_000)));
     const corrupt = compressed.slice();

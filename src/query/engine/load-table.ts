@@ -3,7 +3,7 @@ import { CsvRowReader, type ReadRows } from "../../ingest/csv-rows";
 import type { StoredDataSchema } from "../../ingest/data-schema";
 import { openUploadBytes } from "../../ingest/upload-bytes";
 import { Utf8Text, type DecodedText } from "../../ingest/utf8-text";
-import type { DataTypeName } from "../../ingest/value-types";
+import { toSqlValue, type DataTypeName } from "../../ingest/value-types";
 
 /** The SQLite column type each data type is stored as (DECISIONS §5: BOOLEAN as 1/0, dates as ISO text). */
 const SQLITE_TYPE: Record<DataTypeName, string> = {
@@ -18,6 +18,11 @@ const SQLITE_TYPE: Record<DataTypeName, string> = {
 /** Rows are inserted in transactions of this many, so one huge transaction does not grow the journal. */
 const ROWS_PER_TRANSACTION = 50_000;
 const MAX_ROW_CHARS = 8 * 1024 * 1024;
+
+/** A failure of storage, not of the query: the run may be retried. */
+export class TransientError extends Error {
+  override name = "TransientError";
+}
 
 /** `"name"` with inner quotes doubled: any column name is safe in SQL. */
 export function quoteIdentifier(name: string): string {
@@ -70,6 +75,13 @@ export async function loadTable(
 ): Promise<LoadProgress> {
   const options = table.schema.DataSpecification.DataOptions;
   const bytes = await openUploadBytes(stream);
+  const read = async () => {
+    try {
+      return await bytes.read();
+    } catch (error) {
+      throw new TransientError(`reading ${table.name} from storage failed: ${String(error)}`);
+    }
+  };
   const utf8 = new Utf8Text();
   const reader = new CsvRowReader(options.Delimiter, MAX_ROW_CHARS);
   const { positions, types } = layout;
@@ -77,7 +89,7 @@ export async function loadTable(
   const insert = db.prepare(
     `INSERT INTO ${quoteIdentifier(table.name)} VALUES (${Array.from({ length: width }, () => "?").join(", ")})`,
   );
-  const values: (string | number | null)[] = new Array(width).fill(null);
+  const values: ReturnType<typeof toSqlValue>[] = new Array(width).fill(null);
   let skipHeader = options.Header;
   let rows = 0;
   let loadedBytes = 0;
@@ -92,8 +104,8 @@ export async function loadTable(
         continue;
       }
       if (inTransaction === 0) db.run("BEGIN");
-      for (let i = 0; i < positions.length; i++) values[i] = sqlValue(row[positions[i]!], types[i]!);
-      insert.run(values);
+      for (let i = 0; i < positions.length; i++) values[i] = toSqlValue(types[i]!, row[positions[i]!] ?? "");
+      insert.run(values as (string | number | null)[]);
       rows++;
       if (++inTransaction === ROWS_PER_TRANSACTION) {
         db.run("COMMIT");
@@ -110,7 +122,7 @@ export async function loadTable(
 
   try {
     for (;;) {
-      const chunk = await bytes.read();
+      const chunk = await read();
       if (chunk.kind === "bad-gzip") return { ok: false, message: `the stored file of ${table.name} cannot be decompressed` };
       if (chunk.kind === "end") break;
       loadedBytes += chunk.bytes.byteLength;
@@ -128,15 +140,4 @@ export async function loadTable(
     insert.free();
     if (!finished) await bytes.cancel();
   }
-}
-
-/** A CSV field as the value SQLite stores: NULL for empty, 1/0 for booleans; column affinity converts numbers. */
-function sqlValue(field: string | undefined, type: DataTypeName): string | number | null {
-  if (field === undefined || field === "") return null;
-  if (type === "BOOLEAN") {
-    const first = field.charCodeAt(0);
-    // true / TRUE / 1  → 1;  false / 0 → 0 (the upload accepted nothing else).
-    return first === 116 || first === 84 || first === 49 ? 1 : 0;
-  }
-  return field;
 }

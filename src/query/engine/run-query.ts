@@ -8,7 +8,7 @@ import { columnsUsed, rewriteTableNames, type DataItemReference } from "../sql/t
 import { tokenize } from "../sql/tokenizer";
 import { openDatabase, wasmHeapBytes } from "../sqlite";
 import { csvField, CsvResultWriter, StorageClass } from "./csv-result";
-import { createTable, loadTable } from "./load-table";
+import { createTable, loadTable, TransientError } from "./load-table";
 
 /** A data item the engine may load: where its bytes are and how they are laid out. */
 export interface LoadableItem {
@@ -107,7 +107,7 @@ export async function runQuery(
     if (!names.ok) return { ok: false, cancelled: false, message: `Failed: ${names.message}`, ...stats };
     const items: LoadableItem[] = [];
     for (const reference of names.tables) {
-      const item = await io.source.find(reference);
+      const item = await transient("reading the catalog", () => io.source.find(reference));
       if (!item)
         return {
           ok: false,
@@ -139,7 +139,7 @@ export async function runQuery(
     const loadStarted = clock();
     for (const [i, { table }] of layouts.entries()) {
       await io.control.progress(`Running: loading ${names.tables[i]!.account}.${names.tables[i]!.dataset}.${names.tables[i]!.data}.`);
-      const stream = await io.source.open(items[i]!);
+      const stream = await transient("opening a data item", () => io.source.open(items[i]!));
       if (!stream) throw new Stop(`Failed: the data of ${names.tables[i]!.data} was deleted while the query ran.`);
       const before = stats.bytesLoaded;
       const loaded = await loadTable(db, table, created[i]!, stream, (bytes) => {
@@ -166,7 +166,9 @@ export async function runQuery(
   } catch (error) {
     if (targetOpen) await io.target.abort();
     if (error instanceof Stop) return { ok: false, cancelled: error.cancelled, message: error.message, ...stats };
-    throw error;
+    if (error instanceof TransientError) throw error;
+    // SQLite's own errors (too many columns, out of memory, …) and anything unforeseen end the query for good.
+    return { ok: false, cancelled: false, message: `Failed: ${error instanceof Error ? error.message : String(error)}.`, ...stats };
   } finally {
     db?.close();
   }
@@ -183,7 +185,7 @@ async function execute(
   let writeMs = 0;
   const timedWrite = async (bytes: Uint8Array) => {
     const t = Date.now();
-    await target.write(bytes);
+    await transient("writing the result", () => target.write(bytes));
     writeMs += Date.now() - t;
   };
   const statement = sqlite(() => db.prepare(sql));
@@ -218,7 +220,7 @@ async function execute(
     if (writer.size > limits.maxResultBytes)
       throw new Stop(`Failed: the result is larger than the limit of ${limits.maxResultBytes} bytes (QUERY_MAX_RESULT_BYTES).`);
     const t = Date.now();
-    await target.finish();
+    await transient("writing the result", () => target.finish());
     writeMs += Date.now() - t;
     return {
       rowCount,
@@ -261,6 +263,16 @@ function databaseFileBytes(db: Database | null): number {
   const pages = Number(result[0]?.values[0]?.[0] ?? 0);
   const size = Number(result[1]?.values[0]?.[0] ?? 0);
   return pages * size;
+}
+
+/** Runs a storage call; its failure is transient (the consumer retries the query). */
+async function transient<T>(what: string, run: () => Promise<T>): Promise<T> {
+  try {
+    return await run();
+  } catch (error) {
+    if (error instanceof TransientError) throw error;
+    throw new TransientError(`${what} failed: ${String(error)}`);
+  }
 }
 
 /** Runs a sql.js call; SQLite's own errors (at prepare or at a step) fail the query with SQLite's message. */

@@ -1,0 +1,161 @@
+import { execFileSync } from "node:child_process";
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import Papa from "papaparse";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { httpLogin } from "./support/http-login";
+import { startWranglerDev, type DevServer } from "./support/wrangler-dev";
+
+// The same CSV files and queries through dqs (wrangler dev, sql.js) and through
+// the sqlite3 command-line tool; the results must agree.
+
+const ACCOUNT = "e2e-dan";
+const CATEGORIES = ["north", "south", "east", "west", "ünïcode", "with,comma", 'say "hi"'];
+
+/** Mulberry32: a small seeded PRNG, so every run compares the same data. */
+function prng(seed: number) {
+  return () => {
+    seed = (seed + 0x6d2b79f5) | 0;
+    let t = Math.imul(seed ^ (seed >>> 15), 1 | seed);
+    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+function csvCell(value: string): string {
+  return /[",\n\r]/.test(value) ? `"${value.replace(/"/g, '""')}"` : value;
+}
+
+function generateFacts(rows: number): string {
+  const random = prng(20261122);
+  const lines = ["id,ts,cat,amount,qty,note,ok,day,big"];
+  for (let id = 1; id <= rows; id++) {
+    const pick = <T>(items: T[]) => items[Math.floor(random() * items.length)]!;
+    const day = new Date(Date.UTC(2024, 0, 1) + Math.floor(random() * 366) * 86_400_000);
+    const ts = new Date(day.getTime() + Math.floor(random() * 86_400) * 1000).toISOString().replace(".000Z", "Z");
+    const amount = random() < 0.05 ? "" : (random() * 2000 - 500).toFixed(2);
+    const note = pick(["plain", "a, b", 'quote "q"', "multi\nline", "", "ünï", "LIKE abc here"]);
+    const ok = random() < 0.1 ? "" : pick(["true", "false", "1", "0"]);
+    const big = String(9007199254740993n + BigInt(Math.floor(random() * 1000)));
+    lines.push(
+      [id, ts, pick(CATEGORIES), amount, 1 + Math.floor(random() * 100), note, ok, day.toISOString().slice(0, 10), big]
+        .map((v) => csvCell(String(v)))
+        .join(","),
+    );
+  }
+  return lines.join("\n") + "\n";
+}
+
+const DIMS = "cat,label,rank\n" + CATEGORIES.map((c, i) => `${csvCell(c)},Label ${i},${i + 1}`).join("\n") + "\n";
+
+const QUERIES = [
+  "SELECT count(*), sum(qty), min(amount), max(amount), count(amount), count(ok) FROM {facts}",
+  "SELECT cat, count(*), round(avg(amount), 6), sum(qty) FROM {facts} GROUP BY cat ORDER BY cat",
+  "SELECT id, note FROM {facts} WHERE note LIKE '%,%' OR note LIKE '%\"%' ORDER BY id LIMIT 40",
+  "SELECT id, amount, ok, note FROM {facts} WHERE amount IS NULL ORDER BY id",
+  "SELECT day, count(*) FROM {facts} WHERE day >= '2024-06-01' AND day < '2024-07-01' GROUP BY day ORDER BY day",
+  "SELECT ok, count(*) FROM {facts} GROUP BY ok ORDER BY ok",
+  "SELECT a.cat, count(*) FROM {facts} a JOIN (SELECT cat, max(amount) m FROM {facts} GROUP BY cat) b ON a.cat = b.cat AND a.amount > b.m * 0.9 GROUP BY 1 ORDER BY 1",
+  "SELECT id, cat, amount, rank() OVER (PARTITION BY cat ORDER BY amount DESC, id) AS r FROM {facts} ORDER BY cat, r, id LIMIT 60",
+  "SELECT cat, sum(CASE WHEN ok = 1 THEN qty ELSE 0 END) AS yes, sum(CASE WHEN ok = 0 THEN qty ELSE 0 END) AS no FROM {facts} GROUP BY cat ORDER BY cat",
+  "SELECT id, amount FROM {facts} ORDER BY amount, id LIMIT 30",
+  "SELECT count(*) FROM {facts} WHERE qty > (SELECT avg(qty) FROM {facts})",
+  "SELECT substr(ts, 1, 7) AS month, count(*), max(ts) FROM {facts} GROUP BY month ORDER BY month",
+  "SELECT id, ts FROM {facts} WHERE ts BETWEEN '2024-03-01T00:00:00Z' AND '2024-03-03T00:00:00Z' ORDER BY ts, id",
+  "SELECT d.label, d.rank, count(*), round(sum(f.amount), 2) FROM {facts} f JOIN {dims} d ON d.cat = f.cat GROUP BY d.label, d.rank ORDER BY d.rank",
+  "SELECT typeof(amount), typeof(qty), typeof(big), count(*) FROM {facts} GROUP BY 1, 2, 3 ORDER BY 1, 2, 3",
+  "SELECT max(big), min(big), sum(big - 9007199254740993) FROM {facts}",
+  "WITH top AS (SELECT cat, amount FROM {facts} WHERE amount > 1400) SELECT cat, count(*) FROM top GROUP BY cat ORDER BY 2 DESC, 1",
+  "SELECT upper(cat), length(note), count(*) FROM {facts} GROUP BY 1, 2 ORDER BY 1, 2",
+  "VALUES (1, 'a'), (2, NULL)",
+  "SELECT DISTINCT qty % 7 AS r FROM {facts} ORDER BY r",
+];
+
+let server: DevServer;
+let token: string;
+let work: string;
+
+function sqlite3(sql: string): string[][] {
+  const setup = [
+    "CREATE TABLE facts (id INTEGER, ts TEXT, cat TEXT, amount REAL, qty INTEGER, note TEXT, ok INTEGER, day TEXT, big INTEGER);",
+    "CREATE TABLE dims (cat TEXT, label TEXT, rank INTEGER);",
+    `.import --csv --skip 1 ${join(work, "facts.csv")} facts`,
+    `.import --csv --skip 1 ${join(work, "dims.csv")} dims`,
+    // .import keeps empty fields as '' where dqs stores NULL (DECISIONS §5), and booleans as text.
+    ...["amount", "note", "ok"].map((c) => `UPDATE facts SET ${c} = NULL WHERE ${c} = '';`),
+    "UPDATE facts SET ok = CASE lower(ok) WHEN 'true' THEN 1 WHEN 'false' THEN 0 ELSE ok END;",
+    ".headers on",
+    ".mode csv",
+    `${sql.replaceAll("{facts}", "facts").replaceAll("{dims}", "dims")};`,
+  ].join("\n");
+  const output = execFileSync("sqlite3", [":memory:"], { input: setup, encoding: "utf8" });
+  return Papa.parse<string[]>(output.replace(/\r\n/g, "\n"), { skipEmptyLines: true }).data;
+}
+
+async function dqs(sql: string): Promise<string[][]> {
+  const headers = { authorization: `Bearer ${token}` };
+  const text = sql
+    .replaceAll("{facts}", `"${ACCOUNT}".diff.facts`)
+    .replaceAll("{dims}", `"${ACCOUNT}".diff.dims`);
+  const submitted = await fetch(`${server.url}/v1/query`, {
+    method: "POST",
+    headers: { ...headers, "content-type": "application/json", prefer: "wait=30" },
+    body: JSON.stringify({ Sql: text }),
+  });
+  const { Data } = (await submitted.json()) as { Data: { QueryId: string } };
+  const status = (await (await fetch(`${server.url}/v1/query/${Data.QueryId}/status`, { headers })).json()) as {
+    Data: { Status: string; Message: string };
+  };
+  if (status.Data.Status !== "succeeded") throw new Error(`${status.Data.Status}: ${status.Data.Message}`);
+  const redirect = await fetch(`${server.url}/v1/query/${Data.QueryId}/results/rawdata`, { headers, redirect: "manual" });
+  const csv = await (await fetch(redirect.headers.get("location")!)).text();
+  return Papa.parse<string[]>(csv, { skipEmptyLines: true }).data;
+}
+
+/** Equal cell by cell; numbers compare within 1e-9 relative, as the two print reals differently. */
+function expectSameRows(actual: string[][], expected: string[][]): void {
+  expect(actual.length).toBe(expected.length);
+  actual.forEach((row, r) => {
+    expect(row.length).toBe(expected[r]!.length);
+    row.forEach((cell, c) => {
+      const other = expected[r]![c]!;
+      const a = Number(cell);
+      const b = Number(other);
+      if (r > 0 && cell !== "" && other !== "" && Number.isFinite(a) && Number.isFinite(b) && !/^-?\d{16,}$/.test(cell))
+        expect(Math.abs(a - b), `row ${r} column ${c}: ${cell} vs ${other}`).toBeLessThanOrEqual(1e-9 * Math.max(1, Math.abs(b)));
+      else expect(cell, `row ${r} column ${c}`).toBe(other);
+    });
+  });
+}
+
+beforeAll(async () => {
+  work = mkdtempSync(join(tmpdir(), "dqs-diff-"));
+  const facts = generateFacts(3000);
+  writeFileSync(join(work, "facts.csv"), facts);
+  writeFileSync(join(work, "dims.csv"), DIMS);
+  server = await startWranglerDev();
+  token = await httpLogin(server.url, ACCOUNT);
+  const headers = { authorization: `Bearer ${token}` };
+  await fetch(`${server.url}/v1/dataset/${ACCOUNT}/diff`, { method: "PUT", headers });
+  for (const [name, body] of [
+    ["facts", facts],
+    ["dims", DIMS],
+  ] as const) {
+    const form = new FormData();
+    form.append("Data", new Blob([body]), `${name}.csv`);
+    const response = await fetch(`${server.url}/v1/data/${ACCOUNT}/diff/${name}`, { method: "POST", headers, body: form });
+    if (response.status !== 200) throw new Error(`upload of ${name} failed: ${await response.text()}`);
+  }
+}, 180_000);
+
+afterAll(async () => {
+  await server?.stop();
+  rmSync(work, { recursive: true, force: true });
+});
+
+describe("dqs against the sqlite3 command-line tool", () => {
+  it.each(QUERIES)("should agree on %s", async (sql) => {
+    expectSameRows(await dqs(sql), sqlite3(sql));
+  });
+});
