@@ -8,6 +8,7 @@ import { ConfigError, devIdpEnabled, readConfig } from "../config";
 import { devIdp } from "../dev-idp/app";
 import type { AppContext, AppEnv } from "./context";
 import { ApiError } from "./errors";
+import { authRateLimit } from "./middleware/rate-limit";
 import { mountOpenApi } from "./openapi";
 import { createRouter } from "./router";
 import { accountRoutes } from "./routes/account";
@@ -35,6 +36,9 @@ export function createApp(): OpenAPIHono<AppEnv> {
     "/v1/*",
     cors({ origin: "*", exposeHeaders: ["X-Request-Id", "Location", "Retry-After", "WWW-Authenticate"], maxAge: 600 }),
   );
+
+  for (const path of ["/v1/auth", "/v1/auth/callback", "/v1/auth/terms", "/v1/auth/token", "/idp/*"])
+    app.use(path, authRateLimit);
 
   const v1 = createRouter();
   v1.route("/", authRoutes);

@@ -1,11 +1,5 @@
 import { canRead, canWrite, findDataset, type Access, type DatasetRecord } from "../catalog/access";
-import {
-  ACCOUNT_NAME_RULE,
-  DATA_NAME_RULE,
-  isAccountName,
-  isDataName,
-  isDatasetName,
-} from "../catalog/names";
+import { ACCOUNT_NAME_RULE, DATA_NAME_RULE, isAccountName, isDataName, isDatasetName } from "../catalog/names";
 import type { AppContext } from "./context";
 import { badRequest, notFound } from "./errors";
 
@@ -16,8 +10,10 @@ export function datasetNotFound(account: string, dataset: string) {
 
 /** Writes name the rule a name breaks (DECISIONS §2). */
 export function validateNamesForWrite(names: { account: string; dataset: string; data?: string }): void {
-  if (!isAccountName(names.account)) throw badRequest(`AccountName '${names.account}' is invalid: use ${ACCOUNT_NAME_RULE}.`);
-  if (!isDatasetName(names.dataset)) throw badRequest(`DatasetName '${names.dataset}' is invalid: use ${ACCOUNT_NAME_RULE}.`);
+  if (!isAccountName(names.account))
+    throw badRequest(`AccountName '${names.account}' is invalid: use ${ACCOUNT_NAME_RULE}.`);
+  if (!isDatasetName(names.dataset))
+    throw badRequest(`DatasetName '${names.dataset}' is invalid: use ${ACCOUNT_NAME_RULE}.`);
   if (names.data !== undefined && !isDataName(names.data))
     throw badRequest(`DataName '${names.data}' is invalid: use ${DATA_NAME_RULE}.`);
 }

@@ -22,5 +22,7 @@ export async function runMaintenance(env: Env): Promise<void> {
   ]);
   const rows = expired.reduce((sum, result) => sum + result.meta.changes, 0);
   const results = await purgeExpiredResults(env);
-  console.log(JSON.stringify({ maintenance: "sweep", objectsRemoved: removed, expiredRowsRemoved: rows, resultsPurged: results }));
+  console.log(
+    JSON.stringify({ maintenance: "sweep", objectsRemoved: removed, expiredRowsRemoved: rows, resultsPurged: results }),
+  );
 }

@@ -65,5 +65,7 @@ export async function consumeDeadQueries(batch: MessageBatch<QueryMessage>, env:
 }
 
 function logError(queryId: string, step: string, error: unknown): void {
-  console.error(JSON.stringify({ queryId, step, error: String(error), stack: error instanceof Error ? error.stack : undefined }));
+  console.error(
+    JSON.stringify({ queryId, step, error: String(error), stack: error instanceof Error ? error.stack : undefined }),
+  );
 }

@@ -94,7 +94,8 @@ export async function listOwnQueries(
     .all<{ id: string; createdAt: string }>();
   const rows = results.slice(0, page.limit);
   const records: QueryRecord[] = [];
-  for (const record of await Promise.all(rows.map((row) => queryStub(env, row.id).get()))) if (record) records.push(record);
+  for (const record of await Promise.all(rows.map((row) => queryStub(env, row.id).get())))
+    if (record) records.push(record);
   const last = rows[rows.length - 1];
   return {
     records,

@@ -86,7 +86,10 @@ export class QueryState extends DurableObject<Env> {
     const record = await this.load();
     if (!record || record.status !== "running") return record;
     await this.ctx.storage.deleteAlarm();
-    return this.save({ ...record, status: "queued", startedAt: null }, `Queued again after a transient error: ${reason}`);
+    return this.save(
+      { ...record, status: "queued", startedAt: null },
+      `Queued again after a transient error: ${reason}`,
+    );
   }
 
   /** Records how a run ended. A query cancelled meanwhile stays cancelled. */
@@ -108,7 +111,9 @@ export class QueryState extends DurableObject<Env> {
         startedAt: null,
         bytesLoaded: outcome.bytesLoaded ?? record.bytesLoaded,
         peakMemoryBytes: outcome.peakMemoryBytes ?? record.peakMemoryBytes,
-        timings: outcome.timings ? { queueWaitMs: 0, loadMs: 0, executeMs: 0, writeMs: 0, ...outcome.timings } : record.timings,
+        timings: outcome.timings
+          ? { queueWaitMs: 0, loadMs: 0, executeMs: 0, writeMs: 0, ...outcome.timings }
+          : record.timings,
       },
       outcome.message,
     );
@@ -119,7 +124,10 @@ export class QueryState extends DurableObject<Env> {
     const record = await this.load();
     if (!record || FINISHED.has(record.status)) return { ok: false, record };
     await this.ctx.storage.deleteAlarm();
-    return { ok: true, record: await this.save({ ...record, status: "cancelled", startedAt: null }, "Cancelled by its owner.") };
+    return {
+      ok: true,
+      record: await this.save({ ...record, status: "cancelled", startedAt: null }, "Cancelled by its owner."),
+    };
   }
 
   /** Forgets the result once it has been deleted (retention). */

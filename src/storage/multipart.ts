@@ -32,8 +32,13 @@ export async function readMultipart<T>(
   onFile: (fields: ReadonlyMap<string, string>, file: FilePart) => Promise<T | MultipartFailure>,
 ): Promise<{ ok: true; value: T } | MultipartFailure> {
   if (!contentType?.toLowerCase().startsWith("multipart/form-data"))
-    return { ok: false, status: 415, message: `Send the upload as multipart/form-data with a '${spec.fileField}' file part.` };
-  if (!body) return { ok: false, status: 400, message: `The request has no body; send a '${spec.fileField}' file part.` };
+    return {
+      ok: false,
+      status: 415,
+      message: `Send the upload as multipart/form-data with a '${spec.fileField}' file part.`,
+    };
+  if (!body)
+    return { ok: false, status: 400, message: `The request has no body; send a '${spec.fileField}' file part.` };
 
   let parser: busboy.Busboy;
   try {
@@ -102,9 +107,18 @@ export async function readMultipart<T>(
 
   const result = handled ? await (handled as Promise<T | MultipartFailure>) : null;
   if (failure) return failure;
-  if (extraFiles) return { ok: false, status: 400, message: `Multiple files received; send exactly one file, as the '${spec.fileField}' part.` };
+  if (extraFiles)
+    return {
+      ok: false,
+      status: 400,
+      message: `Multiple files received; send exactly one file, as the '${spec.fileField}' part.`,
+    };
   if (!fileSeen || result === null)
-    return { ok: false, status: 400, message: `No '${spec.fileField}' part: send the CSV file as a file part named '${spec.fileField}'.` };
+    return {
+      ok: false,
+      status: 400,
+      message: `No '${spec.fileField}' part: send the CSV file as a file part named '${spec.fileField}'.`,
+    };
   if (isFailure(result)) return result;
   return { ok: true, value: result };
 }

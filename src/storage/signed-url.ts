@@ -35,14 +35,19 @@ export type DownloadCheck = { ok: true; grant: DownloadGrant } | { ok: false; re
 export async function verifyDownloadUrl(keys: CryptoKey[], url: URL, nowSeconds: number): Promise<DownloadCheck> {
   let key: string;
   try {
-    key = url.pathname.replace(/^\/download\//, "").split("/").map(decodeURIComponent).join("/");
+    key = url.pathname
+      .replace(/^\/download\//, "")
+      .split("/")
+      .map(decodeURIComponent)
+      .join("/");
   } catch {
     return { ok: false, reason: "invalid" };
   }
   const filename = url.searchParams.get("filename");
   const expires = Number(url.searchParams.get("expires"));
   const signature = url.searchParams.get("signature");
-  if (!key || filename === null || !Number.isSafeInteger(expires) || !signature) return { ok: false, reason: "invalid" };
+  if (!key || filename === null || !Number.isSafeInteger(expires) || !signature)
+    return { ok: false, reason: "invalid" };
   const grant = { key, filename, expires };
   const bytes = fromBase64url(signature);
   if (!bytes) return { ok: false, reason: "invalid" };

@@ -6,8 +6,7 @@ import { startWranglerDev, type DevServer } from "./support/wrangler-dev";
 let server: DevServer;
 let token: string;
 
-const CSV =
-  'id,name,amount,day,ok\n1,"Smith, J",10.5,2024-01-02,true\n2,Ünïcode "q",3,2024-02-03,false\n3,,7.25,,1\n';
+const CSV = 'id,name,amount,day,ok\n1,"Smith, J",10.5,2024-01-02,true\n2,Ünïcode "q",3,2024-02-03,false\n3,,7.25,,1\n';
 
 const api = (path: string, init: RequestInit = {}) =>
   fetch(`${server.url}${path}`, {
@@ -59,7 +58,10 @@ describe("catalog against wrangler dev", () => {
       ],
     });
     const datasets = await envelope(await api("/v1/me/datasets"));
-    expect(datasets.Data).toEqual({ DatasetCount: 1, DatasetList: [{ AccountName: "e2e-carol", DatasetName: "sales" }] });
+    expect(datasets.Data).toEqual({
+      DatasetCount: 1,
+      DatasetList: [{ AccountName: "e2e-carol", DatasetName: "sales" }],
+    });
   });
 
   it("should return the generated schema with the detected delivery type", async () => {

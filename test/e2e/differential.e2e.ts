@@ -95,9 +95,7 @@ function sqlite3(sql: string): string[][] {
 
 async function dqs(sql: string): Promise<string[][]> {
   const headers = { authorization: `Bearer ${token}` };
-  const text = sql
-    .replaceAll("{facts}", `"${ACCOUNT}".diff.facts`)
-    .replaceAll("{dims}", `"${ACCOUNT}".diff.dims`);
+  const text = sql.replaceAll("{facts}", `"${ACCOUNT}".diff.facts`).replaceAll("{dims}", `"${ACCOUNT}".diff.dims`);
   const submitted = await fetch(`${server.url}/v1/query`, {
     method: "POST",
     headers: { ...headers, "content-type": "application/json", prefer: "wait=30" },
@@ -108,7 +106,10 @@ async function dqs(sql: string): Promise<string[][]> {
     Data: { Status: string; Message: string };
   };
   if (status.Data.Status !== "succeeded") throw new Error(`${status.Data.Status}: ${status.Data.Message}`);
-  const redirect = await fetch(`${server.url}/v1/query/${Data.QueryId}/results/rawdata`, { headers, redirect: "manual" });
+  const redirect = await fetch(`${server.url}/v1/query/${Data.QueryId}/results/rawdata`, {
+    headers,
+    redirect: "manual",
+  });
   const csv = await (await fetch(redirect.headers.get("location")!)).text();
   return Papa.parse<string[]>(csv, { skipEmptyLines: true }).data;
 }
@@ -123,7 +124,9 @@ function expectSameRows(actual: string[][], expected: string[][]): void {
       const a = Number(cell);
       const b = Number(other);
       if (r > 0 && cell !== "" && other !== "" && Number.isFinite(a) && Number.isFinite(b) && !/^-?\d{16,}$/.test(cell))
-        expect(Math.abs(a - b), `row ${r} column ${c}: ${cell} vs ${other}`).toBeLessThanOrEqual(1e-9 * Math.max(1, Math.abs(b)));
+        expect(Math.abs(a - b), `row ${r} column ${c}: ${cell} vs ${other}`).toBeLessThanOrEqual(
+          1e-9 * Math.max(1, Math.abs(b)),
+        );
       else expect(cell, `row ${r} column ${c}`).toBe(other);
     });
   });
@@ -144,7 +147,11 @@ beforeAll(async () => {
   ] as const) {
     const form = new FormData();
     form.append("Data", new Blob([body]), `${name}.csv`);
-    const response = await fetch(`${server.url}/v1/data/${ACCOUNT}/diff/${name}`, { method: "POST", headers, body: form });
+    const response = await fetch(`${server.url}/v1/data/${ACCOUNT}/diff/${name}`, {
+      method: "POST",
+      headers,
+      body: form,
+    });
     if (response.status !== 200) throw new Error(`upload of ${name} failed: ${await response.text()}`);
   }
 }, 180_000);

@@ -2,6 +2,7 @@ import { createMiddleware } from "hono/factory";
 import { authenticate, type AuthenticationResult } from "../../auth/tokens";
 import { tokenContext, type AppEnv } from "../context";
 import { unauthorized } from "../errors";
+import { enforceRateLimit } from "./rate-limit";
 
 type Failure = Exclude<AuthenticationResult, { ok: true }>["reason"];
 
@@ -38,6 +39,7 @@ export const requireAuth = createMiddleware<AppEnv>(async (c, next) => {
   const tokens = await tokenContext(c);
   const result = await authenticate(tokens, match[1]!);
   if (!result.ok) throw unauthorized(failureMessage(result.reason, tokens.termsVersion));
+  await enforceRateLimit(c.env.USER_RATE_LIMITER, result.principal.userId);
   c.set("principal", result.principal);
   await next();
 });

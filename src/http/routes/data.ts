@@ -42,7 +42,10 @@ dataRoutes.openapi(
     request: { params: DataParams },
     responses: {
       302: { description: "Redirect to the download URL" },
-      ...errorResponses([401, "Missing or invalid access token"], [404, "Data does not exist or caller may not download it"]),
+      ...errorResponses(
+        [401, "Missing or invalid access token"],
+        [404, "Data does not exist or caller may not download it"],
+      ),
     },
   }),
   async (c) => {
@@ -73,7 +76,10 @@ dataRoutes.openapi(
     request: { params: DataParams },
     responses: {
       200: jsonResponse(DataSchemaResponse, "The schema"),
-      ...errorResponses([401, "Missing or invalid access token"], [404, "Data does not exist or caller may not see it"]),
+      ...errorResponses(
+        [401, "Missing or invalid access token"],
+        [404, "Data does not exist or caller may not see it"],
+      ),
     },
   }),
   async (c) => {
@@ -94,7 +100,10 @@ dataRoutes.openapi(
     request: { params: DataParams },
     responses: {
       200: jsonResponse(GeneralApiResponse, "The data item is deleted"),
-      ...errorResponses([401, "Missing or invalid access token"], [404, "Data does not exist or caller may not write to the dataset"]),
+      ...errorResponses(
+        [401, "Missing or invalid access token"],
+        [404, "Data does not exist or caller may not write to the dataset"],
+      ),
     },
   }),
   async (c) => {
@@ -102,7 +111,12 @@ dataRoutes.openapi(
     const { dataset } = await datasetFor(c, AccountName, DatasetName, "write").catch(() => {
       throw dataNotFound(AccountName, DatasetName, DataName);
     });
-    const deleted = await deleteDataItem(c.env.DB, dataset.id, DataName, isoSeconds(nowSeconds() + ORPHAN_GRACE_SECONDS));
+    const deleted = await deleteDataItem(
+      c.env.DB,
+      dataset.id,
+      DataName,
+      isoSeconds(nowSeconds() + ORPHAN_GRACE_SECONDS),
+    );
     if (!deleted) throw dataNotFound(AccountName, DatasetName, DataName);
     return c.json(envelope(200, `Data ${AccountName}/${DatasetName}/${DataName} deleted`), 200);
   },

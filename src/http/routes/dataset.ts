@@ -2,7 +2,12 @@ import { createRoute, z } from "@hono/zod-openapi";
 import {
   deleteDataset,
   findAccountId,
-  ORPHAN_GRACE_SECONDS, grantAccess, listDataItemNames, putDataset, revokeAccess } from "../../catalog/datasets";
+  ORPHAN_GRACE_SECONDS,
+  grantAccess,
+  listDataItemNames,
+  putDataset,
+  revokeAccess,
+} from "../../catalog/datasets";
 import { ACCOUNT_NAME_RULE, isAccountName } from "../../catalog/names";
 import { isoSeconds, nowSeconds } from "../../util/time";
 import { badRequest, notFound } from "../errors";
@@ -33,7 +38,10 @@ datasetRoutes.openapi(
     request: { params: DatasetParams },
     responses: {
       200: jsonResponse(DataListResponse, "The dataset's data items, by name"),
-      ...errorResponses([401, "Missing or invalid access token"], [404, "Dataset does not exist or caller may not see it"]),
+      ...errorResponses(
+        [401, "Missing or invalid access token"],
+        [404, "Dataset does not exist or caller may not see it"],
+      ),
     },
   }),
   async (c) => {
@@ -45,7 +53,11 @@ datasetRoutes.openapi(
         ...envelope(200, "OK"),
         Data: {
           DataCount: names.length,
-          DataList: names.map((DataName) => ({ AccountName: dataset.accountName, DatasetName: dataset.name, DataName })),
+          DataList: names.map((DataName) => ({
+            AccountName: dataset.accountName,
+            DatasetName: dataset.name,
+            DataName,
+          })),
         },
       },
       200,
@@ -99,7 +111,9 @@ datasetRoutes.openapi(
     if (AccountName !== principal.accountName) throw datasetNotFound(AccountName, DatasetName);
     const settings = DatasetSettings.safeParse(optionalJsonBody(await c.req.text()));
     if (!settings.success)
-      throw badRequest(`Invalid dataset settings: ${settings.error.issues.map((i) => `${i.path.join(".") || "body"}: ${i.message}`).join("; ")}.`);
+      throw badRequest(
+        `Invalid dataset settings: ${settings.error.issues.map((i) => `${i.path.join(".") || "body"}: ${i.message}`).join("; ")}.`,
+      );
     const outcome = await putDataset(
       c.env.DB,
       principal.accountId,
@@ -123,7 +137,10 @@ datasetRoutes.openapi(
     request: { params: DatasetParams },
     responses: {
       200: jsonResponse(GeneralApiResponse, "The dataset and its data are deleted"),
-      ...errorResponses([401, "Missing or invalid access token"], [404, "Dataset does not exist or caller does not own it"]),
+      ...errorResponses(
+        [401, "Missing or invalid access token"],
+        [404, "Dataset does not exist or caller does not own it"],
+      ),
     },
   }),
   async (c) => {
@@ -172,7 +189,8 @@ datasetRoutes.openapi(
     if (!isAccountName(Grantee)) throw badRequest(`Grantee '${Grantee}' is invalid: use ${ACCOUNT_NAME_RULE}.`);
     const granteeId = await findAccountId(c.env.DB, Grantee);
     if (!granteeId) throw notFound(`Account ${Grantee} not found.`);
-    if (granteeId === dataset.accountId) throw badRequest("The owner already has full access; grant to another account.");
+    if (granteeId === dataset.accountId)
+      throw badRequest("The owner already has full access; grant to another account.");
     await grantAccess(c.env.DB, dataset.id, granteeId, Permission, isoSeconds(nowSeconds()));
     return c.json(envelope(200, `${Grantee} may now ${Permission} ${AccountName}/${DatasetName}`), 200);
   },

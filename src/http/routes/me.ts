@@ -24,4 +24,3 @@ meRoutes.openapi(
     return c.json(datasetList(await listVisibleDatasets(c.env.DB, principal, principal.accountName)), 200);
   },
 );
-

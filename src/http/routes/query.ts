@@ -144,7 +144,9 @@ queryRoutes.openapi(
     switch (record.status) {
       case "queued":
       case "running":
-        throw badRequest(`Query ${record.queryId} is still running (${record.status}); try again when it has succeeded.`);
+        throw badRequest(
+          `Query ${record.queryId} is still running (${record.status}); try again when it has succeeded.`,
+        );
       case "failed":
       case "cancelled":
         throw badRequest(`Query ${record.queryId} has no result: it ${record.status}. ${record.message}`);
@@ -152,7 +154,10 @@ queryRoutes.openapi(
         break;
     }
     if (!record.resultKey)
-      throw new ApiError(410, `The result of query ${record.queryId} expired at ${record.expiresAt} and was deleted; run the query again.`);
+      throw new ApiError(
+        410,
+        `The result of query ${record.queryId} expired at ${record.expiresAt} and was deleted; run the query again.`,
+      );
     const config = c.get("config");
     const keys = await loadKeys(c.env, config);
     const location = await downloadLocation(config, keys.urlSigningKeys[0]!, {
@@ -170,12 +175,16 @@ queryRoutes.openapi(
     path: "/query/{QueryId}/results/metadata/schema",
     tags: ["query"],
     summary: "The result's schema",
-    description: "The result's DataSchema (column names and types as the engine reports them); 404 until the query has succeeded.",
+    description:
+      "The result's DataSchema (column names and types as the engine reports them); 404 until the query has succeeded.",
     ...authenticated,
     request: { params: QueryParams },
     responses: {
       200: jsonResponse(DataSchemaResponse, "The result schema"),
-      ...errorResponses([401, "Missing or invalid access token"], [404, "No such query of the caller's, or no result yet"]),
+      ...errorResponses(
+        [401, "Missing or invalid access token"],
+        [404, "No such query of the caller's, or no result yet"],
+      ),
     },
   }),
   async (c) => {
@@ -207,7 +216,9 @@ queryRoutes.openapi(
     const record = await ownQuery(c, c.req.valid("param").QueryId);
     const cancelled = await queryStub(c.env, record.queryId).cancel();
     if (!cancelled.ok)
-      throw badRequest(`Query ${record.queryId} has already ended (${cancelled.record?.status ?? record.status}); nothing to cancel.`);
+      throw badRequest(
+        `Query ${record.queryId} has already ended (${cancelled.record?.status ?? record.status}); nothing to cancel.`,
+      );
     return c.json({ ...envelope(200, "Cancelled"), Data: queryStatusData(cancelled.record) }, 200);
   },
 );

@@ -123,7 +123,8 @@ export async function loadTable(
   try {
     for (;;) {
       const chunk = await read();
-      if (chunk.kind === "bad-gzip") return { ok: false, message: `the stored file of ${table.name} cannot be decompressed` };
+      if (chunk.kind === "bad-gzip")
+        return { ok: false, message: `the stored file of ${table.name} cannot be decompressed` };
       if (chunk.kind === "end") break;
       loadedBytes += chunk.bytes.byteLength;
       const stop = guard(loadedBytes) ?? takeText(utf8.decode(chunk.bytes), false);

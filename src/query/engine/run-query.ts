@@ -94,7 +94,8 @@ export async function runQuery(
   };
   const checkpoint = async () => {
     const now = clock();
-    if (now > deadline) throw new Stop(`Failed: the query ran longer than the time limit of ${limits.timeLimitMs / 1000} s.`);
+    if (now > deadline)
+      throw new Stop(`Failed: the query ran longer than the time limit of ${limits.timeLimitMs / 1000} s.`);
     if (now - lastCancelCheck >= CANCEL_CHECK_MS) {
       lastCancelCheck = now;
       if (await io.control.cancelled()) throw new Stop("Cancelled by its owner.", true);
@@ -121,7 +122,10 @@ export async function runQuery(
     db = await openDatabase();
     const tokens = tokenize(names.sql);
     const tableColumns = new Map(
-      names.tables.map((reference, i) => [reference.alias, items[i]!.schema.TableDefinition.Columns.map((c) => c.Name)]),
+      names.tables.map((reference, i) => [
+        reference.alias,
+        items[i]!.schema.TableDefinition.Columns.map((c) => c.Name),
+      ]),
     );
     const used = tokens.ok ? columnsUsed(tokens.tokens, tableColumns) : new Map();
     const layouts = names.tables.map((reference, i) => {
@@ -138,7 +142,9 @@ export async function runQuery(
 
     const loadStarted = clock();
     for (const [i, { table }] of layouts.entries()) {
-      await io.control.progress(`Running: loading ${names.tables[i]!.account}.${names.tables[i]!.dataset}.${names.tables[i]!.data}.`);
+      await io.control.progress(
+        `Running: loading ${names.tables[i]!.account}.${names.tables[i]!.dataset}.${names.tables[i]!.data}.`,
+      );
       const stream = await transient("opening a data item", () => io.source.open(items[i]!));
       if (!stream) throw new Stop(`Failed: the data of ${names.tables[i]!.data} was deleted while the query ran.`);
       const before = stats.bytesLoaded;
@@ -146,11 +152,13 @@ export async function runQuery(
         stats.bytesLoaded = before + bytes;
         if (stats.bytesLoaded > limits.maxLoadBytes)
           return `Failed: the query would load more than the limit of ${limits.maxLoadBytes} bytes of CSV (QUERY_MAX_LOAD_BYTES). Query fewer or smaller data items.`;
-        if (clock() > deadline) return `Failed: the query ran longer than the time limit of ${limits.timeLimitMs / 1000} s while loading.`;
+        if (clock() > deadline)
+          return `Failed: the query ran longer than the time limit of ${limits.timeLimitMs / 1000} s while loading.`;
         measure();
         return null;
       });
-      if (!loaded.ok) throw new Stop(loaded.message.startsWith("Failed:") ? loaded.message : `Failed: ${loaded.message}.`);
+      if (!loaded.ok)
+        throw new Stop(loaded.message.startsWith("Failed:") ? loaded.message : `Failed: ${loaded.message}.`);
       stats.bytesLoaded = before + loaded.bytes;
       measure();
     }
@@ -168,7 +176,12 @@ export async function runQuery(
     if (error instanceof Stop) return { ok: false, cancelled: error.cancelled, message: error.message, ...stats };
     if (error instanceof TransientError) throw error;
     // SQLite's own errors (too many columns, out of memory, …) and anything unforeseen end the query for good.
-    return { ok: false, cancelled: false, message: `Failed: ${error instanceof Error ? error.message : String(error)}.`, ...stats };
+    return {
+      ok: false,
+      cancelled: false,
+      message: `Failed: ${error instanceof Error ? error.message : String(error)}.`,
+      ...stats,
+    };
   } finally {
     db?.close();
   }
@@ -218,7 +231,9 @@ async function execute(
     }
     await writer.flush();
     if (writer.size > limits.maxResultBytes)
-      throw new Stop(`Failed: the result is larger than the limit of ${limits.maxResultBytes} bytes (QUERY_MAX_RESULT_BYTES).`);
+      throw new Stop(
+        `Failed: the result is larger than the limit of ${limits.maxResultBytes} bytes (QUERY_MAX_RESULT_BYTES).`,
+      );
     const t = Date.now();
     await transient("writing the result", () => target.finish());
     writeMs += Date.now() - t;
