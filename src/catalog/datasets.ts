@@ -1,5 +1,5 @@
 import { randomToken } from "../util/crypto";
-import type { DatasetRecord } from "./access";
+import type { DataItemRecord, DatasetRecord } from "./access";
 
 /** A replaced or deleted object stays this long, so queries already reading it can finish. */
 export const ORPHAN_GRACE_SECONDS = 3600;
@@ -115,18 +115,8 @@ export async function deleteDataItem(
   return deleted?.meta.changes === 1;
 }
 
-export interface NewVersion {
-  datasetId: string;
-  version: string;
-  name: string;
-  objectKey: string;
-  size: number;
-  rowCount: number;
-  schema: string;
-  deliveryType: "RAW" | "GZIP";
-  contentHash: string;
-  uploadedBy: string;
-}
+/** An upload's version as it becomes the data item's current one. */
+export type NewVersion = Omit<DataItemRecord, "id" | "uploadedAt"> & { uploadedBy: string };
 
 /**
  * Makes a fully stored, valid upload the data item's current version, in one

@@ -91,17 +91,18 @@ function loginForm(params: AuthorizeParams & { response_type?: string }, problem
   );
 }
 
+function badRequestPage(problem: string) {
+  return page(
+    "Sign-in error",
+    html`<h1>Bad sign-in request</h1>
+      <p>${problem}</p>`,
+  );
+}
+
 devIdp.get("/authorize", (c) => {
   const params = authorizeParams(c.req.query(), c.get("callback"));
   if (typeof params === "string")
-    return c.html(
-      page(
-        "Sign-in error",
-        html`<h1>Bad sign-in request</h1>
-          <p>${params}</p>`,
-      ),
-      400,
-    );
+    return c.html(badRequestPage(params), 400);
   return c.html(loginForm(params));
 });
 
@@ -111,14 +112,7 @@ devIdp.post("/authorize", async (c) => {
   );
   const params = authorizeParams(form, c.get("callback"));
   if (typeof params === "string")
-    return c.html(
-      page(
-        "Sign-in error",
-        html`<h1>Bad sign-in request</h1>
-          <p>${params}</p>`,
-      ),
-      400,
-    );
+    return c.html(badRequestPage(params), 400);
   const username = (form.username ?? "").trim();
   if (!USERNAME_PATTERN.test(username))
     return c.html(loginForm(params, "A username is 1-64 letters, digits, '.', '_', '-' or '@'."), 400);

@@ -24,7 +24,7 @@ import {
 export const queryRoutes = createRouter();
 
 const MAX_WAIT_SECONDS = 30;
-const WAIT_POLL_MS = 200;
+const WAIT_POLL_MS = 50;
 const QueryParams = z.object({ QueryId: QueryIdParam });
 
 function queryNotFound(queryId: string) {
