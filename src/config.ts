@@ -22,6 +22,7 @@ export interface QueryLimits {
   maxLoadBytes: number;
   memoryBudgetBytes: number;
   maxResultBytes: number;
+  maxResultRows: number;
   resultRetentionSeconds: number;
 }
 
@@ -91,6 +92,7 @@ export function readQueryLimits(env: Env): QueryLimits {
     maxLoadBytes: positiveInteger(env, "QUERY_MAX_LOAD_BYTES"),
     memoryBudgetBytes: positiveInteger(env, "QUERY_MEMORY_BUDGET_BYTES"),
     maxResultBytes: positiveInteger(env, "QUERY_MAX_RESULT_BYTES"),
+    maxResultRows: positiveInteger(env, "QUERY_MAX_RESULT_ROWS"),
     resultRetentionSeconds: positiveInteger(env, "QUERY_RESULT_RETENTION_SECONDS"),
   };
 }
@@ -104,6 +106,7 @@ type IntegerSetting =
   | "QUERY_MAX_LOAD_BYTES"
   | "QUERY_MEMORY_BUDGET_BYTES"
   | "QUERY_MAX_RESULT_BYTES"
+  | "QUERY_MAX_RESULT_ROWS"
   | "QUERY_RESULT_RETENTION_SECONDS";
 
 function positiveInteger(env: Env, name: IntegerSetting): number {

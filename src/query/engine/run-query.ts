@@ -219,6 +219,10 @@ async function execute(
         seen[i]!.add(storage);
         line += (i === 0 ? "" : ",") + csvField(values[i], storage);
       }
+      if (rowCount === limits.maxResultRows)
+        throw new Stop(
+          `Failed: the result has more than the limit of ${limits.maxResultRows} rows (QUERY_MAX_RESULT_ROWS). Add a LIMIT or aggregate.`,
+        );
       await writer.line(line);
       rowCount++;
       if (rowCount % CHECK_EVERY_ROWS === 0) {
