@@ -56,54 +56,64 @@ export async function uploadDataItem(
   const key = dataObjectKey(dataset.id, version);
   await markOrphan(deps.db, key, "upload in progress", isoSeconds(nowSeconds() + UPLOAD_ABANDONED_AFTER_SECONDS));
   let writer: R2StreamWriter | null = null;
-
-  const received = await readMultipart<StoredFile>(
-    request.body,
-    request.contentType,
-    { fileField: "Data", textFields: ["Schema", "ForceGenerateTableDefinition"], maxFileBytes: maxUploadBytes },
-    async (fields, file): Promise<StoredFile | MultipartFailure> => {
-      const schema = parseSchemaPart(fields.get("Schema") ?? "");
-      if (!schema.ok) return { ok: false, status: 400, message: schema.message };
-      const force = parseForceGenerate(fields.get("ForceGenerateTableDefinition") ?? "false");
-      if (!force.ok) return { ok: false, status: 400, message: force.message };
-      const given = schema.schema;
-
-      const pipe = new TransformStream<Uint8Array, Uint8Array>();
-      const sink = pipe.writable.getWriter();
-      const parsed = ingestCsv(pipe.readable, {
-        tableDefinition: tableDefinitionToCheck(given, force.value),
-        dataOptions: given.DataSpecification.DataOptions,
-        limits: { maxDecompressedBytes: maxCsvBytes },
-      });
-      const hash = createHash("sha256");
-      const head: number[] = [];
-      let size = 0;
-      writer = new R2StreamWriter(deps.bucket, key, () => ({
-        httpMetadata: { contentType: isGzip(head) ? "application/gzip" : "text/csv; charset=utf-8" },
-      }));
-      try {
-        for await (const chunk of file.stream) {
-          for (let i = 0; head.length < 2 && i < chunk.byteLength; i++) head.push(chunk[i]!);
-          size += chunk.byteLength;
-          hash.update(chunk);
-          await writer!.write(chunk);
-          await sink.write(chunk);
-        }
-        await sink.close();
-      } catch (error) {
-        // The parser stopped reading (it found a problem) or the body broke off; the parser's verdict decides.
-        await sink.abort(error).catch(() => undefined);
-      }
-      const ingest = await parsed;
-      if (!ingest.ok) return { ok: false, status: ingest.status, message: ingest.message };
-      await writer.finish();
-      return { ingest, schema: given, size, contentHash: hash.digest("hex") };
-    },
-  );
-
-  if (!received.ok) {
+  const discard = async () => {
     await (writer as R2StreamWriter | null)?.abort();
     await deleteOrphanNow(deps.db, deps.bucket, key);
+  };
+
+  let received: Awaited<ReturnType<typeof readMultipart<StoredFile>>>;
+  try {
+    received = await readMultipart<StoredFile>(
+      request.body,
+      request.contentType,
+      { fileField: "Data", textFields: ["Schema", "ForceGenerateTableDefinition"], maxFileBytes: maxUploadBytes },
+      async (fields, file): Promise<StoredFile | MultipartFailure> => {
+        const schema = parseSchemaPart(fields.get("Schema") ?? "");
+        if (!schema.ok) return { ok: false, status: 400, message: schema.message };
+        const force = parseForceGenerate(fields.get("ForceGenerateTableDefinition") ?? "false");
+        if (!force.ok) return { ok: false, status: 400, message: force.message };
+        const given = schema.schema;
+
+        const pipe = new TransformStream<Uint8Array, Uint8Array>();
+        const sink = pipe.writable.getWriter();
+        const parsed = ingestCsv(pipe.readable, {
+          tableDefinition: tableDefinitionToCheck(given, force.value),
+          dataOptions: given.DataSpecification.DataOptions,
+          limits: { maxDecompressedBytes: maxCsvBytes },
+        });
+        const hash = createHash("sha256");
+        const head: number[] = [];
+        let size = 0;
+        writer = new R2StreamWriter(deps.bucket, key, () => ({
+          httpMetadata: { contentType: isGzip(head) ? "application/gzip" : "text/csv; charset=utf-8" },
+        }));
+        try {
+          for await (const chunk of file.stream) {
+            for (let i = 0; head.length < 2 && i < chunk.byteLength; i++) head.push(chunk[i]!);
+            size += chunk.byteLength;
+            hash.update(chunk);
+            await writer!.write(chunk);
+            await sink.write(chunk);
+          }
+          await sink.close();
+        } catch (error) {
+          // The parser stopped reading (it found a problem) or the body broke off; the parser's verdict decides.
+          await sink.abort(error).catch(() => undefined);
+        }
+        const ingest = await parsed;
+        if (!ingest.ok) return { ok: false, status: ingest.status, message: ingest.message };
+        await writer.finish();
+        return { ingest, schema: given, size, contentHash: hash.digest("hex") };
+      },
+    );
+  } catch (error) {
+    // Storage failed mid-upload: remove what was written (the sweep retries if this fails too), then report it.
+    await discard().catch(() => undefined);
+    throw error;
+  }
+
+  if (!received.ok) {
+    await discard();
     return received;
   }
 

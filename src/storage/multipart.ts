@@ -68,6 +68,8 @@ export async function readMultipart<T>(
     fields.set(name, value);
   });
   parser.on("file", (name, stream: Readable, info) => {
+    // A body that breaks off fails the part too, maybe after its reader is gone; the parser reports it as well.
+    stream.on("error", () => undefined);
     if (name !== spec.fileField || failure) {
       stream.resume();
       if (!failure) fail(400, `Unexpected file part '${name}'; send the CSV file as the '${spec.fileField}' part.`);
@@ -105,7 +107,13 @@ export async function readMultipart<T>(
     fail(400, `The multipart body is malformed: ${(error as Error).message}.`);
   }
 
-  const result = handled ? await (handled as Promise<T | MultipartFailure>) : null;
+  // A body that breaks off inside the file part also fails the handler's read of it; the body's failure is the answer.
+  const result = handled
+    ? await (handled as Promise<T | MultipartFailure>).catch((error: unknown) => {
+        if (failure) return null;
+        throw error;
+      })
+    : null;
   if (failure) return failure;
   if (extraFiles)
     return {
@@ -133,7 +141,8 @@ function once(emitter: busboy.Busboy, event: "drain"): Promise<void> {
 
 /** The file's chunks as Uint8Array; stops with an error once the size limit was hit, so no truncated file is kept. */
 async function* sizeChecked(stream: Readable, failed: () => MultipartFailure | null): AsyncIterable<Uint8Array> {
-  for await (const chunk of stream as AsyncIterable<Buffer>) {
+  // A handler that stops early must not destroy the part: busboy would wait for it forever. It is drained instead.
+  for await (const chunk of stream.iterator({ destroyOnReturn: false }) as AsyncIterable<Buffer>) {
     if (failed()) throw new Error(failed()!.message);
     yield new Uint8Array(chunk.buffer, chunk.byteOffset, chunk.byteLength);
   }

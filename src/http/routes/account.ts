@@ -1,5 +1,7 @@
 import { createRoute, z } from "@hono/zod-openapi";
 import { listVisibleDatasets } from "../../catalog/access";
+import { ACCOUNT_NAME_RULE, isAccountName } from "../../catalog/names";
+import { notFound } from "../errors";
 import { datasetList } from "../catalog-wire";
 import { authenticated } from "../middleware/bearer-auth";
 import { createRouter } from "../router";
@@ -19,11 +21,13 @@ accountRoutes.openapi(
     request: { params: z.object({ AccountName: AccountNameParam }) },
     responses: {
       200: jsonResponse(DatasetListResponse, "The account's datasets visible to the caller, by name"),
-      ...errorResponses([401, "Missing or invalid access token"]),
+      ...errorResponses([401, "Missing or invalid access token"], [404, "The account name breaks the naming rules"]),
     },
   }),
   async (c) => {
     const { AccountName } = c.req.valid("param");
+    if (!isAccountName(AccountName))
+      throw notFound(`Account '${AccountName}' cannot exist: account names are ${ACCOUNT_NAME_RULE}.`);
     return c.json(datasetList(await listVisibleDatasets(c.env.DB, c.get("principal"), AccountName)), 200);
   },
 );

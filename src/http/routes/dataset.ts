@@ -12,7 +12,8 @@ import { ACCOUNT_NAME_RULE, isAccountName } from "../../catalog/names";
 import { isoSeconds, nowSeconds } from "../../util/time";
 import { badRequest, notFound } from "../errors";
 import { datasetFor, datasetNotFound, validateNamesForWrite } from "../guards";
-import { authenticated } from "../middleware/bearer-auth";
+import { authenticated, requireAuth } from "../middleware/bearer-auth";
+import type { AppContext } from "../context";
 import { createRouter } from "../router";
 import {
   AccountNameParam,
@@ -83,7 +84,10 @@ const DatasetSettings = z
   .strict()
   .openapi("DatasetSettings");
 
-datasetRoutes.openapi(
+// Documented from the same definition as the other routes, but served by a
+// plain handler: the body is optional, and an empty body (with or without a
+// JSON content type) means "no settings", which a JSON validator would refuse.
+datasetRoutes.openAPIRegistry.registerPath(
   createRoute({
     method: "put",
     path: "/dataset/{AccountName}/{DatasetName}",
@@ -98,34 +102,35 @@ datasetRoutes.openapi(
       200: jsonResponse(GeneralApiResponse, "The dataset existed; the given settings are applied"),
       201: jsonResponse(GeneralApiResponse, "The dataset was created"),
       ...errorResponses(
-        [400, "Invalid name or settings"],
+        [400, "Invalid name, malformed JSON, or invalid settings"],
         [401, "Missing or invalid access token"],
         [404, "The caller may not create datasets under that account"],
       ),
     },
   }),
-  async (c) => {
-    const { AccountName, DatasetName } = c.req.valid("param");
-    validateNamesForWrite({ account: AccountName, dataset: DatasetName });
-    const principal = c.get("principal");
-    if (AccountName !== principal.accountName) throw datasetNotFound(AccountName, DatasetName);
-    const settings = DatasetSettings.safeParse(optionalJsonBody(await c.req.text()));
-    if (!settings.success)
-      throw badRequest(
-        `Invalid dataset settings: ${settings.error.issues.map((i) => `${i.path.join(".") || "body"}: ${i.message}`).join("; ")}.`,
-      );
-    const outcome = await putDataset(
-      c.env.DB,
-      principal.accountId,
-      DatasetName,
-      { visibility: settings.data.Visibility, description: settings.data.Description },
-      isoSeconds(nowSeconds()),
-    );
-    return outcome === "created"
-      ? c.json(envelope(201, `Dataset ${AccountName}/${DatasetName} created`), 201)
-      : c.json(envelope(200, `Dataset ${AccountName}/${DatasetName} exists; settings applied`), 200);
-  },
 );
+
+datasetRoutes.put("/dataset/:AccountName/:DatasetName", requireAuth, async (c: AppContext) => {
+  const { AccountName = "", DatasetName = "" } = c.req.param() as Record<string, string>;
+  validateNamesForWrite({ account: AccountName, dataset: DatasetName });
+  const principal = c.get("principal");
+  if (AccountName !== principal.accountName) throw datasetNotFound(AccountName, DatasetName);
+  const settings = DatasetSettings.safeParse(optionalJsonBody(await c.req.text()));
+  if (!settings.success)
+    throw badRequest(
+      `Invalid dataset settings: ${settings.error.issues.map((i) => `${i.path.join(".") || "body"}: ${i.message}`).join("; ")}.`,
+    );
+  const outcome = await putDataset(
+    c.env.DB,
+    principal.accountId,
+    DatasetName,
+    { visibility: settings.data.Visibility, description: settings.data.Description },
+    isoSeconds(nowSeconds()),
+  );
+  return outcome === "created"
+    ? c.json(envelope(201, `Dataset ${AccountName}/${DatasetName} created`), 201)
+    : c.json(envelope(200, `Dataset ${AccountName}/${DatasetName} exists; settings applied`), 200);
+});
 
 datasetRoutes.openapi(
   createRoute({
