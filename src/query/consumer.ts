@@ -33,7 +33,12 @@ export async function consumeQueries(batch: MessageBatch<QueryMessage>, env: Env
     }
     try {
       const outcome = await executeQuery(env, claim.record, limits, stub);
-      if (outcome.status !== "cancelled") await stub.finish(outcome);
+      if (outcome.status !== "cancelled") {
+        const recorded = await stub.finish(outcome);
+        // Cancelled or failed by the watchdog meanwhile: nothing points to the result, so nothing else would delete it.
+        if (outcome.status === "succeeded" && recorded?.resultKey !== outcome.resultKey)
+          await env.BUCKET.delete(outcome.resultKey);
+      }
       message.ack();
     } catch (error) {
       logError(message.body.queryId, "run", error);

@@ -1,6 +1,5 @@
 import type { Principal } from "../catalog/accounts";
 import { randomToken } from "../util/crypto";
-import { isoSeconds, nowSeconds } from "../util/time";
 import type { QueryRecord } from "./query-record";
 
 /** The message the queue carries: just the id; the Durable Object holds the rest. */
@@ -35,11 +34,12 @@ export async function submitQuery(
     if (earlier) return replay(env, earlier, sql);
   }
   const queryId = randomToken(16);
+  // Milliseconds, not seconds: the history lists queries newest first, and several can come within a second.
   const inserted = await env.DB.prepare(
     `INSERT INTO queries (id, user_id, sql, idempotency_key, created_at) VALUES (?, ?, ?, ?, ?)
      ON CONFLICT DO NOTHING`,
   )
-    .bind(queryId, principal.userId, sql, idempotencyKey, isoSeconds(nowSeconds()))
+    .bind(queryId, principal.userId, sql, idempotencyKey, new Date().toISOString())
     .run();
   if (inserted.meta.changes !== 1 && idempotencyKey) {
     // Another request with the same key won the race.

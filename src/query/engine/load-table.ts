@@ -74,12 +74,17 @@ export async function loadTable(
   guard: LoadGuard,
 ): Promise<LoadProgress> {
   const options = table.schema.DataSpecification.DataOptions;
-  const bytes = await openUploadBytes(stream);
+  const storageFailure = (error: unknown) =>
+    new TransientError(`reading ${table.name} from storage failed: ${String(error)}`);
+  // Opening reads the first bytes (to tell gzip from CSV), so a storage error can already happen here.
+  const bytes = await openUploadBytes(stream).catch((error: unknown) => {
+    throw storageFailure(error);
+  });
   const read = async () => {
     try {
       return await bytes.read();
     } catch (error) {
-      throw new TransientError(`reading ${table.name} from storage failed: ${String(error)}`);
+      throw storageFailure(error);
     }
   };
   const utf8 = new Utf8Text();

@@ -89,23 +89,32 @@ export async function runQuery(
     stats.peakMemoryBytes = Math.max(stats.peakMemoryBytes, bytes);
     if (bytes > limits.memoryBudgetBytes)
       throw new Stop(
-        `Failed: the query needs more than the memory budget of ${limits.memoryBudgetBytes} bytes (it held ${bytes}). Select fewer columns or rows.`,
+        `Failed: the query needs more than the memory budget of ${limits.memoryBudgetBytes} bytes (QUERY_MEMORY_BUDGET_BYTES; it held ${bytes}). Select fewer columns or rows.`,
       );
   };
   const checkpoint = async () => {
     const now = clock();
     if (now > deadline)
-      throw new Stop(`Failed: the query ran longer than the time limit of ${limits.timeLimitMs / 1000} s.`);
+      throw new Stop(
+        `Failed: the query ran longer than the time limit of ${limits.timeLimitMs / 1000} s (QUERY_TIME_LIMIT_SECONDS).`,
+      );
     if (now - lastCancelCheck >= CANCEL_CHECK_MS) {
       lastCancelCheck = now;
       if (await io.control.cancelled()) throw new Stop("Cancelled by its owner.", true);
     }
     measure();
+    // Give other requests of this isolate (and the clock) a turn between batches of rows.
+    await new Promise((resolve) => setTimeout(resolve, 0));
   };
+  // Messages speak of the data items as the user named them, not of the internal tables.
+  let internalNames: { alias: string; name: string }[] = [];
+  const userFacing = (message: string) =>
+    internalNames.reduce((text, { alias, name }) => text.replace(new RegExp(`\\b${alias}\\b`, "g"), name), message);
 
   try {
     const names = rewriteTableNames(sql);
     if (!names.ok) return { ok: false, cancelled: false, message: `Failed: ${names.message}`, ...stats };
+    internalNames = names.tables.map((t) => ({ alias: t.alias, name: `${t.account}.${t.dataset}.${t.data}` }));
     const items: LoadableItem[] = [];
     for (const reference of names.tables) {
       const item = await transient("reading the catalog", () => io.source.find(reference));
@@ -137,7 +146,8 @@ export async function runQuery(
 
     // Checked on the empty tables, before anything is loaded: a refused query costs nothing.
     const readOnly = checkReadOnly(db, names.sql);
-    if (!readOnly.ok) return { ok: false, cancelled: false, message: `Failed: ${readOnly.message}.`, ...stats };
+    if (!readOnly.ok)
+      return { ok: false, cancelled: false, message: userFacing(`Failed: ${readOnly.message}.`), ...stats };
     db.run("PRAGMA query_only = 0");
 
     const loadStarted = clock();
@@ -153,7 +163,7 @@ export async function runQuery(
         if (stats.bytesLoaded > limits.maxLoadBytes)
           return `Failed: the query would load more than the limit of ${limits.maxLoadBytes} bytes of CSV (QUERY_MAX_LOAD_BYTES). Query fewer or smaller data items.`;
         if (clock() > deadline)
-          return `Failed: the query ran longer than the time limit of ${limits.timeLimitMs / 1000} s while loading.`;
+          return `Failed: the query ran longer than the time limit of ${limits.timeLimitMs / 1000} s (QUERY_TIME_LIMIT_SECONDS) while loading.`;
         measure();
         return null;
       });
@@ -173,13 +183,14 @@ export async function runQuery(
     return { ok: true, rowCount: result.rowCount, size: result.size, columns: result.columns, ...stats };
   } catch (error) {
     if (targetOpen) await io.target.abort();
-    if (error instanceof Stop) return { ok: false, cancelled: error.cancelled, message: error.message, ...stats };
+    if (error instanceof Stop)
+      return { ok: false, cancelled: error.cancelled, message: userFacing(error.message), ...stats };
     if (error instanceof TransientError) throw error;
     // SQLite's own errors (too many columns, out of memory, …) and anything unforeseen end the query for good.
     return {
       ok: false,
       cancelled: false,
-      message: `Failed: ${error instanceof Error ? error.message : String(error)}.`,
+      message: userFacing(`Failed: ${error instanceof Error ? error.message : String(error)}.`),
       ...stats,
     };
   } finally {

@@ -1,0 +1,303 @@
+import { createExecutionContext, createMessageBatch, getQueueResult } from "cloudflare:test";
+import { env } from "cloudflare:workers";
+import { afterEach, beforeAll, beforeEach, describe, expect, it, vi, type MockInstance } from "vitest";
+import worker from "../../src/index";
+import type { QueryMessage } from "../../src/query/queries";
+import type { RunOutcome } from "../../src/query/query-record";
+import type { QueryState } from "../../src/query/query-state";
+import { resultObjectKey } from "../../src/storage/keys";
+import { readEnvelope } from "../support/http";
+import { login, type LoggedIn } from "../support/login";
+import {
+  bareName,
+  cancelQuery,
+  consume,
+  eventually,
+  outcomeOf,
+  recordOf,
+  resultText,
+  seedDataset,
+  serviceWith,
+  stateOf,
+  statusOf,
+  submitOk,
+  TestQueue,
+} from "../support/query";
+
+let user: LoggedIn;
+let numbers: string;
+let errorLog: MockInstance<typeof console.error>;
+
+beforeEach(() => {
+  errorLog = vi.spyOn(console, "error").mockImplementation(() => undefined);
+});
+
+afterEach(() => {
+  vi.restoreAllMocks();
+});
+
+/** The steps the consumer logged as failed for a query. */
+function loggedSteps(queryId: string): string[] {
+  return errorLog.mock.calls
+    .map(([line]) => JSON.parse(String(line)) as { queryId: string; step: string })
+    .filter((entry) => entry.queryId === queryId)
+    .map((entry) => entry.step);
+}
+
+beforeAll(async () => {
+  user = await login("q_consumer");
+  const dataset = bareName("cons");
+  await seedDataset(user.accessToken, user.accountName, dataset, {
+    nums: { columns: [["n", "INTEGER"]], csv: "n\n1\n2\n3\n" },
+  });
+  numbers = `${user.accountName}.${dataset}.nums`;
+});
+
+/** A query submitted through the API and left queued: nothing consumes it until the test does. */
+async function queued(sql = `SELECT sum(n) AS total FROM ${numbers}`): Promise<string> {
+  return submitOk(user.accessToken, sql, serviceWith(new TestQueue()));
+}
+
+/** A bucket whose reads fail, as R2 does when it is unavailable. */
+function bucketFailingReads(): R2Bucket {
+  return new Proxy(env.BUCKET, {
+    get(target, property) {
+      if (property === "get") return () => Promise.reject(new Error("R2 is unavailable"));
+      const value: unknown = Reflect.get(target, property);
+      return typeof value === "function" ? value.bind(target) : value;
+    },
+  });
+}
+
+/** Query state whose stubs do something else for one method. */
+function stateWith(
+  method: keyof QueryState,
+  replacement: (stub: DurableObjectStub<QueryState>) => (...args: never[]) => Promise<unknown>,
+): DurableObjectNamespace<QueryState> {
+  return new Proxy(env.QUERY_STATE, {
+    get(target, property) {
+      if (property === "get")
+        return (id: DurableObjectId) => {
+          const real = target.get(id);
+          return new Proxy(real, {
+            get(stub, name) {
+              return name === method ? replacement(real) : Reflect.get(stub, name);
+            },
+          });
+        };
+      const value: unknown = Reflect.get(target, property);
+      return typeof value === "function" ? value.bind(target) : value;
+    },
+  });
+}
+
+/** Query state whose stubs fail one method, as a Durable Object that cannot be reached does. */
+function stateFailing(method: keyof QueryState): DurableObjectNamespace<QueryState> {
+  return stateWith(method, () => () => Promise.reject(new Error("Durable Object unreachable")));
+}
+
+describe("consumeQueries", () => {
+  it("should run a queued query, store its result and acknowledge the message", async () => {
+    const queryId = await queued();
+
+    const result = await consume([queryId]);
+
+    expect(outcomeOf(result)).toEqual({ acked: 1, retried: [] });
+    expect(await statusOf(user.accessToken, queryId)).toMatchObject({ Status: "succeeded", RowCount: 1 });
+    expect(await resultText(user.accessToken, queryId)).toBe("total\n6\n");
+  });
+
+  it("should acknowledge a redelivered message of a running query without touching it", async () => {
+    const queryId = await queued();
+    await stateOf(queryId).claim(60_000);
+    const before = await recordOf(queryId);
+
+    const result = await consume([queryId]);
+
+    expect(outcomeOf(result)).toEqual({ acked: 1, retried: [] });
+    expect(await recordOf(queryId)).toEqual(before);
+    expect(await env.BUCKET.head(resultObjectKey(queryId))).toBeNull();
+  });
+
+  it("should acknowledge a redelivered message of a succeeded query without running it again", async () => {
+    const queryId = await queued();
+    await consume([queryId]);
+    const before = await recordOf(queryId);
+    const stored = await env.BUCKET.head(resultObjectKey(queryId));
+
+    const result = await consume([queryId]);
+
+    expect(outcomeOf(result)).toEqual({ acked: 1, retried: [] });
+    expect(await recordOf(queryId)).toEqual(before);
+    expect((await env.BUCKET.head(resultObjectKey(queryId)))?.uploaded).toEqual(stored?.uploaded);
+  });
+
+  it("should acknowledge a redelivered message of a failed query and keep its failure", async () => {
+    const queryId = await queued(`SELECT * FROM ${user.accountName}.nothing_here.nums`);
+    await consume([queryId]);
+    const before = await recordOf(queryId);
+
+    const result = await consume([queryId]);
+
+    expect(before?.status).toBe("failed");
+    expect(outcomeOf(result)).toEqual({ acked: 1, retried: [] });
+    expect(await recordOf(queryId)).toEqual(before);
+  });
+
+  it("should acknowledge the message of a query cancelled while queued, and never run it", async () => {
+    const queryId = await queued();
+    await readEnvelope(await cancelQuery(user.accessToken, queryId), 200);
+    const before = await recordOf(queryId);
+
+    const result = await consume([queryId]);
+
+    expect(outcomeOf(result)).toEqual({ acked: 1, retried: [] });
+    expect(await recordOf(queryId)).toEqual(before);
+    expect(before).toMatchObject({ status: "cancelled", attempts: 0 });
+    expect(await env.BUCKET.head(resultObjectKey(queryId))).toBeNull();
+  });
+
+  it("should stop a running query within about a second of its cancellation, and acknowledge it", async () => {
+    const queryId = await queued("WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c) SELECT x FROM c");
+    const running = consume([queryId]);
+    await eventually(
+      () => recordOf(queryId),
+      (record) => record?.message === "Running: executing the query.",
+    );
+
+    const cancelledAt = Date.now();
+    const cancelled = await stateOf(queryId).cancel();
+    const result = await running;
+    const stoppedAfterMs = Date.now() - cancelledAt;
+
+    expect(cancelled).toMatchObject({ ok: true, record: { status: "cancelled" } });
+    expect(outcomeOf(result)).toEqual({ acked: 1, retried: [] });
+    expect(stoppedAfterMs).toBeLessThan(2000);
+    expect(await statusOf(user.accessToken, queryId)).toMatchObject({ Status: "cancelled", Size: 0, RowCount: null });
+    expect(await env.BUCKET.head(resultObjectKey(queryId))).toBeNull();
+  }, 30_000);
+
+  it("should delete the result of a run whose query was cancelled just before its success was recorded", async () => {
+    const queryId = await queued();
+    const cancelFirst = stateWith("finish", (stub) => async (outcome: RunOutcome) => {
+      await stub.cancel();
+      return stub.finish(outcome);
+    });
+
+    const result = await consume([queryId], { QUERY_STATE: cancelFirst });
+
+    expect(outcomeOf(result)).toEqual({ acked: 1, retried: [] });
+    expect(await recordOf(queryId)).toMatchObject({ status: "cancelled", resultKey: null });
+    expect(await env.BUCKET.head(resultObjectKey(queryId))).toBeNull();
+  });
+
+  it("should put the query back in the queue and retry with a delay when R2 cannot be read, then succeed", async () => {
+    const queryId = await queued();
+
+    const failed = await consume([queryId], { BUCKET: bucketFailingReads() });
+    const between = await statusOf(user.accessToken, queryId);
+    const later = await consume([queryId], {}, { attempts: 2 });
+
+    expect(outcomeOf(failed)).toEqual({ acked: 0, retried: [5] });
+    expect(loggedSteps(queryId)).toEqual(["run"]);
+    expect(between.Status).toBe("queued");
+    expect(between.Message).toMatch(/transient error.*R2 is unavailable/);
+    expect(outcomeOf(later)).toEqual({ acked: 1, retried: [] });
+    expect(await recordOf(queryId)).toMatchObject({ status: "succeeded", attempts: 2 });
+    expect(await resultText(user.accessToken, queryId)).toBe("total\n6\n");
+  });
+
+  it("should wait longer before each further retry", async () => {
+    const queryId = await queued();
+
+    const retries = [];
+    for (const attempts of [1, 2, 3, 9])
+      retries.push(...outcomeOf(await consume([queryId], { BUCKET: bucketFailingReads() }, { attempts })).retried);
+
+    expect(retries).toEqual([5, 20, 80, 300]);
+  });
+
+  it("should retry, not acknowledge, when the outcome of a run cannot be recorded", async () => {
+    const succeeding = await queued();
+    const failing = await queued(`SELECT * FROM ${user.accountName}.nothing_here.nums`);
+
+    const result = await consume([succeeding, failing], { QUERY_STATE: stateFailing("finish") });
+
+    expect(outcomeOf(result)).toEqual({ acked: 0, retried: [5, 5] });
+    expect((await recordOf(succeeding))?.status).toBe("queued");
+    expect((await recordOf(failing))?.status).toBe("queued");
+  });
+
+  it("should retry when the query's state cannot be reached to claim it", async () => {
+    const queryId = await queued();
+
+    const result = await consume([queryId], { QUERY_STATE: stateFailing("claim") });
+
+    expect(outcomeOf(result)).toEqual({ acked: 0, retried: [5] });
+    expect(loggedSteps(queryId)).toEqual(["claim"]);
+    expect((await recordOf(queryId))?.status).toBe("queued");
+  });
+});
+
+describe("consumeDeadQueries", () => {
+  it("should fail a query that ran out of retries and acknowledge the message", async () => {
+    const queryId = await queued();
+    await consume([queryId], { BUCKET: bucketFailingReads() });
+
+    const result = await consume([queryId], {}, { dead: true });
+
+    expect(outcomeOf(result)).toEqual({ acked: 1, retried: [] });
+    const status = await statusOf(user.accessToken, queryId);
+    expect(status.Status).toBe("failed");
+    expect(status.Message).toMatch(/could not be run after several attempts/);
+  });
+
+  it("should leave a query that has already ended as it is", async () => {
+    const queryId = await queued();
+    await consume([queryId]);
+    const before = await recordOf(queryId);
+
+    const result = await consume([queryId], {}, { dead: true });
+
+    expect(outcomeOf(result)).toEqual({ acked: 1, retried: [] });
+    expect(await recordOf(queryId)).toEqual(before);
+  });
+
+  it("should retry when the failure cannot be recorded", async () => {
+    const queryId = await queued();
+
+    const result = await consume([queryId], { QUERY_STATE: stateFailing("finish") }, { dead: true });
+
+    expect(outcomeOf(result)).toEqual({ acked: 0, retried: [30] });
+    expect(loggedSteps(queryId)).toEqual(["dead-letter"]);
+    expect((await recordOf(queryId))?.status).toBe("queued");
+  });
+});
+
+describe("the Worker's queue handler", () => {
+  it("should send messages of the dead-letter queue to the dead-letter consumer", async () => {
+    const queryId = await queued();
+    const batch = createMessageBatch<QueryMessage>("dqs-queries-dlq", [
+      { id: "dead-1", timestamp: new Date(), attempts: 4, body: { queryId } },
+    ]);
+    const ctx = createExecutionContext();
+
+    await worker.queue(batch, env);
+
+    expect((await getQueueResult(batch, ctx)).explicitAcks).toEqual(["dead-1"]);
+    expect((await recordOf(queryId))?.message).toMatch(/could not be run after several attempts/);
+  });
+
+  it("should send messages of the query queue to the query consumer", async () => {
+    const queryId = await queued();
+    const batch = createMessageBatch<QueryMessage>("dqs-queries", [
+      { id: "live-1", timestamp: new Date(), attempts: 1, body: { queryId } },
+    ]);
+    const ctx = createExecutionContext();
+
+    await worker.queue(batch, env);
+
+    expect((await getQueueResult(batch, ctx)).explicitAcks).toEqual(["live-1"]);
+    expect((await recordOf(queryId))?.status).toBe("succeeded");
+  });
+});

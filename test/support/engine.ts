@@ -1,0 +1,162 @@
+import { env } from "cloudflare:workers";
+import { readQueryLimits, type QueryLimits } from "../../src/config";
+import type { StoredDataSchema } from "../../src/ingest/data-schema";
+import type { DataTypeName } from "../../src/ingest/value-types";
+import {
+  runQuery,
+  type EngineOutcome,
+  type LoadableItem,
+  type QuerySource,
+  type ResultTarget,
+  type RunControl,
+} from "../../src/query/engine/run-query";
+
+/** A data item held in memory: its columns (name and type) and its stored bytes. */
+export interface MemoryItem {
+  columns: [string, DataTypeName][];
+  data: string | Uint8Array<ArrayBuffer>;
+  options?: { Header?: boolean; Delimiter?: string; DeliveryType?: "RAW" | "GZIP" };
+}
+
+/** The stored schema of a memory item, as the catalog would hold it. */
+export function storedSchema(item: MemoryItem): StoredDataSchema {
+  return {
+    SchemaVersion: "1.0",
+    TableDefinition: {
+      Columns: item.columns.map(([Name, DataType]) => ({
+        Name,
+        DataType: { DataType, DataTypeOptions: { Nullable: true } },
+      })),
+    },
+    DataSpecification: {
+      FormatType: "CSV",
+      DeliveryType: item.options?.DeliveryType ?? "RAW",
+      DataOptions: { Header: item.options?.Header ?? true, Delimiter: item.options?.Delimiter ?? "," },
+    },
+  };
+}
+
+/**
+ * A QuerySource over data items in memory, keyed `account.dataset.data`,
+ * that remembers which names were looked up and which items were opened.
+ */
+export class MemorySource implements QuerySource {
+  readonly found: string[] = [];
+  readonly opened: string[] = [];
+
+  constructor(private readonly items: Record<string, MemoryItem>) {}
+
+  async find(reference: { account: string; dataset: string; data: string }): Promise<LoadableItem | null> {
+    const key = `${reference.account}.${reference.dataset}.${reference.data}`;
+    this.found.push(key);
+    const item = this.items[key];
+    return item ? { objectKey: key, schema: storedSchema(item) } : null;
+  }
+
+  async open(item: LoadableItem): Promise<ReadableStream<Uint8Array> | null> {
+    this.opened.push(item.objectKey);
+    const stored = this.items[item.objectKey];
+    if (!stored) return null;
+    const bytes = typeof stored.data === "string" ? new TextEncoder().encode(stored.data) : stored.data;
+    return new Blob([bytes]).stream();
+  }
+}
+
+/** A ResultTarget that keeps the result in memory and remembers how it ended. */
+export class MemoryTarget implements ResultTarget {
+  private readonly chunks: Uint8Array[] = [];
+  state: "open" | "finished" | "aborted" = "open";
+
+  async write(bytes: Uint8Array): Promise<void> {
+    this.chunks.push(bytes.slice());
+  }
+
+  async finish(): Promise<void> {
+    this.state = "finished";
+  }
+
+  async abort(): Promise<void> {
+    this.state = "aborted";
+  }
+
+  /** The bytes written, as text. */
+  text(): string {
+    const whole = new Uint8Array(this.chunks.reduce((sum, chunk) => sum + chunk.byteLength, 0));
+    let at = 0;
+    for (const chunk of this.chunks) {
+      whole.set(chunk, at);
+      at += chunk.byteLength;
+    }
+    return new TextDecoder().decode(whole);
+  }
+}
+
+/** A RunControl that is never cancelled (or is, from the given moment) and records progress messages. */
+export class MemoryControl implements RunControl {
+  readonly messages: string[] = [];
+  cancelChecks = 0;
+
+  constructor(private readonly cancelledAfterChecks = Infinity) {}
+
+  async cancelled(): Promise<boolean> {
+    return ++this.cancelChecks > this.cancelledAfterChecks;
+  }
+
+  async progress(message: string): Promise<void> {
+    this.messages.push(message);
+  }
+}
+
+/** The deployment's query limits with some changed. */
+export function limitsWith(overrides: Partial<QueryLimits> = {}): QueryLimits {
+  return { ...readQueryLimits(env), ...overrides };
+}
+
+/** What one engine run produced. */
+export interface EngineRun {
+  outcome: EngineOutcome;
+  csv: string;
+  target: MemoryTarget;
+  source: MemorySource;
+  control: MemoryControl;
+}
+
+/** Runs SQL over in-memory data items through the real engine. */
+export async function runEngine(
+  sql: string,
+  items: Record<string, MemoryItem>,
+  options: {
+    limits?: Partial<QueryLimits>;
+    clock?: () => number;
+    control?: MemoryControl;
+    source?: QuerySource;
+    target?: MemoryTarget;
+  } = {},
+): Promise<EngineRun> {
+  const source = new MemorySource(items);
+  const target = options.target ?? new MemoryTarget();
+  const control = options.control ?? new MemoryControl();
+  const outcome = await runQuery(
+    sql,
+    { source: options.source ?? source, target, control },
+    limitsWith(options.limits),
+    options.clock,
+  );
+  return { outcome, csv: target.text(), target, source, control };
+}
+
+/** Mulberry32: a small seeded PRNG, so generated data is the same on every run. */
+export function seededRandom(seed: number): () => number {
+  let state = seed;
+  return () => {
+    state = (state + 0x6d2b79f5) | 0;
+    let t = Math.imul(state ^ (state >>> 15), 1 | state);
+    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+/** One CSV field, quoted when it must be (RFC 4180). */
+export function csvCell(value: string): string {
+  return /[",\r\n]/.test(value) ? `"${value.replace(/"/g, '""')}"` : value;
+}

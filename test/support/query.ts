@@ -1,0 +1,268 @@
+import { createExecutionContext, createMessageBatch, getQueueResult, type QueueResult } from "cloudflare:test";
+import { env } from "cloudflare:workers";
+import { expect, vi } from "vitest";
+import { consumeDeadQueries, consumeQueries } from "../../src/query/consumer";
+import type { QueryMessage } from "../../src/query/queries";
+import type { QueryRecord } from "../../src/query/query-record";
+import type { QueryState } from "../../src/query/query-state";
+import { createDataset, followDownload, uploadOk } from "./catalog";
+import { call, readEnvelope, workerWith, type Fetch } from "./http";
+import { authHeader } from "./login";
+
+/** QueryStatusResponse Data as the status route sends it. */
+export interface QueryStatusData {
+  QueryId: string;
+  Status: string;
+  Sql: string;
+  CreatedAt: string;
+  UpdatedAt: string;
+  Message: string;
+  Size: number;
+  RowCount: number | null;
+  BytesLoaded: number | null;
+  PeakMemoryBytes: number | null;
+  Timings: { QueueWaitMs: number; LoadMs: number; ExecuteMs: number; WriteMs: number } | null;
+  ExpiresAt: string | null;
+}
+
+/** The list of the caller's queries, one page. */
+export interface QueryListData {
+  QueryCount: number;
+  QueryList: QueryStatusData[];
+  NextCursor: string | null;
+}
+
+const NO_METRICS = { metrics: { backlogCount: 0, backlogBytes: 0 } };
+
+/**
+ * A stand-in for the query queue: it keeps what is sent, and, when built
+ * with a consumer environment, runs the consumer on each message as a real
+ * queue would, in the background. Tests thereby decide when a query runs,
+ * instead of racing the local queue.
+ */
+export class TestQueue implements Queue<QueryMessage> {
+  readonly sent: QueryMessage[] = [];
+  private readonly runs: Promise<ConsumerOutcome>[] = [];
+
+  constructor(private readonly consumerEnv: Partial<Env> | null = null) {}
+
+  async send(body: QueryMessage): Promise<QueueSendResponse> {
+    this.sent.push(body);
+    if (this.consumerEnv) this.runs.push(consume([body.queryId], this.consumerEnv));
+    return { metadata: NO_METRICS };
+  }
+
+  async sendBatch(messages: Iterable<MessageSendRequest<QueryMessage>>): Promise<QueueSendBatchResponse> {
+    for (const message of messages) await this.send(message.body);
+    return { metadata: NO_METRICS };
+  }
+
+  async metrics(): Promise<QueueMetrics> {
+    return { backlogCount: this.sent.length, backlogBytes: 0 };
+  }
+
+  /** What the consumer did with every message sent so far. */
+  settled(): Promise<ConsumerOutcome[]> {
+    return Promise.all(this.runs);
+  }
+}
+
+/** The service with a queue the test controls (nothing runs unless the queue was given a consumer environment). */
+export function serviceWith(queue: TestQueue, overrides: Partial<Env> = {}): Fetch {
+  return workerWith({ ...overrides, QUERY_QUEUE: queue });
+}
+
+let messageCounter = 0;
+
+/** What a consumer run did with its messages: the queue's view, and the delay of each retry. */
+export interface ConsumerOutcome {
+  acked: number;
+  retried: (number | undefined)[];
+  result: QueueResult;
+}
+
+/**
+ * Delivers one message per query id to the real consumer (or the dead-letter
+ * consumer), with settings changed, and reports its acks and retries. The
+ * test pool's messages do not keep retry options, so each message's retry
+ * is watched for its delay.
+ */
+export async function consume(
+  queryIds: string[],
+  overrides: Partial<Env> = {},
+  options: { attempts?: number; dead?: boolean } = {},
+): Promise<ConsumerOutcome> {
+  const batch = createMessageBatch<QueryMessage>(
+    options.dead ? "dqs-queries-dlq" : "dqs-queries",
+    queryIds.map((queryId) => ({
+      id: `message-${++messageCounter}`,
+      timestamp: new Date(),
+      attempts: options.attempts ?? 1,
+      body: { queryId },
+    })),
+  );
+  const retries = batch.messages.map((message) => vi.spyOn(message, "retry"));
+  const ctx = createExecutionContext();
+  const run = options.dead ? consumeDeadQueries : consumeQueries;
+  await run(batch, { ...env, ...overrides });
+  const result = await getQueueResult(batch, ctx);
+  return {
+    acked: result.explicitAcks.length + (result.ackAll ? batch.messages.length : 0),
+    retried: retries.flatMap((spy) => spy.mock.calls.map(([retryOptions]) => retryOptions?.delaySeconds)),
+    result,
+  };
+}
+
+/** Acks and retry delays of a consumer run, for comparing in one expectation. */
+export function outcomeOf(outcome: ConsumerOutcome): { acked: number; retried: (number | undefined)[] } {
+  return { acked: outcome.acked, retried: outcome.retried };
+}
+
+/** POST /v1/query with a JSON body and extra headers. */
+export function submit(
+  token: string,
+  body: unknown,
+  via: Fetch,
+  headers: Record<string, string> = {},
+): Promise<Response> {
+  return call(
+    "/v1/query",
+    {
+      method: "POST",
+      headers: { ...authHeader(token), "content-type": "application/json", ...headers },
+      body: typeof body === "string" ? body : JSON.stringify(body),
+    },
+    via,
+  );
+}
+
+/** Submits SQL and checks it was accepted; returns the QueryId. */
+export async function submitOk(
+  token: string,
+  sql: string,
+  via: Fetch,
+  headers: Record<string, string> = {},
+): Promise<string> {
+  const body = await readEnvelope<{ QueryId: string }>(await submit(token, { Sql: sql }, via, headers), 200);
+  expect(body.Data.QueryId).toMatch(/^[A-Za-z0-9_-]{22}$/);
+  return body.Data.QueryId;
+}
+
+/** GET /v1/query/{id}/status, checked to be 200. */
+export async function statusOf(token: string, queryId: string): Promise<QueryStatusData> {
+  const response = await call(`/v1/query/${queryId}/status`, { headers: authHeader(token) });
+  return (await readEnvelope<QueryStatusData>(response, 200)).Data;
+}
+
+/** A GET on one of a query's endpoints. */
+export function queryGet(
+  token: string,
+  queryId: string,
+  what: "status" | "results/rawdata" | "results/metadata/schema",
+) {
+  return call(`/v1/query/${queryId}/${what}`, { headers: authHeader(token) });
+}
+
+/** POST /v1/query/{id}/cancel. */
+export function cancelQuery(token: string, queryId: string): Promise<Response> {
+  return call(`/v1/query/${queryId}/cancel`, { method: "POST", headers: authHeader(token) });
+}
+
+/** The result CSV of a succeeded query, through the redirect and the signed URL, as a client reads it. */
+export async function resultText(token: string, queryId: string): Promise<string> {
+  const redirect = await queryGet(token, queryId, "results/rawdata");
+  expect(redirect.status, await redirect.clone().text()).toBe(302);
+  const download = await followDownload(redirect.headers.get("location") ?? "");
+  expect(download.status).toBe(200);
+  return download.text();
+}
+
+/** What a query ended as: its status and, when it succeeded, its result CSV. */
+export interface QueryRun {
+  queryId: string;
+  status: QueryStatusData;
+  csv: string | null;
+}
+
+/** Submits SQL, runs it through the real consumer with settings changed, and reads its status and result. */
+export async function runSql(token: string, sql: string, overrides: Partial<Env> = {}): Promise<QueryRun> {
+  const queue = new TestQueue();
+  const queryId = await submitOk(token, sql, serviceWith(queue));
+  expect(outcomeOf(await consume([queryId], overrides))).toEqual({ acked: 1, retried: [] });
+  const status = await statusOf(token, queryId);
+  const csv = status.Status === "succeeded" ? await resultText(token, queryId) : null;
+  return { queryId, status, csv };
+}
+
+/** Runs SQL that must succeed and returns its result CSV. */
+export async function csvOf(token: string, sql: string, overrides: Partial<Env> = {}): Promise<string> {
+  const run = await runSql(token, sql, overrides);
+  expect(run.status.Status, run.status.Message).toBe("succeeded");
+  return run.csv ?? "";
+}
+
+/** Runs SQL that must fail and returns its message. */
+export async function failureOf(token: string, sql: string, overrides: Partial<Env> = {}): Promise<string> {
+  const run = await runSql(token, sql, overrides);
+  expect(run.status.Status, run.status.Message).toBe("failed");
+  return run.status.Message;
+}
+
+/** The Durable Object of a query. */
+export function stateOf(queryId: string): DurableObjectStub<QueryState> {
+  return env.QUERY_STATE.get(env.QUERY_STATE.idFromName(queryId));
+}
+
+/** The full record a query's Durable Object holds. */
+export async function recordOf(queryId: string): Promise<QueryRecord | null> {
+  return stateOf(queryId).get();
+}
+
+/** A name made only of letters, digits and '_', so SQL can name it bare. */
+export function bareName(prefix: string): string {
+  return `${prefix}_${crypto.randomUUID().replace(/-/g, "").slice(0, 10)}`;
+}
+
+/** A column of a TableDefinition: name and type. */
+export type ColumnSpec = [name: string, type: "STRING" | "INTEGER" | "DOUBLE" | "BOOLEAN" | "DATE" | "TIMESTAMP"];
+
+/** The Schema part of an upload that declares exactly these columns (all nullable). */
+export function schemaFor(columns: ColumnSpec[]): string {
+  return JSON.stringify({
+    SchemaVersion: "1.0",
+    TableDefinition: {
+      Columns: columns.map(([Name, DataType]) => ({
+        Name,
+        DataType: { DataType, DataTypeOptions: { Nullable: true } },
+      })),
+    },
+  });
+}
+
+/** Creates a dataset and uploads data items into it, each with a declared schema. */
+export async function seedDataset(
+  token: string,
+  account: string,
+  dataset: string,
+  items: Record<string, { columns: ColumnSpec[]; csv: string }>,
+  visibility: "private" | "public" = "private",
+): Promise<void> {
+  await createDataset(token, account, dataset, { Visibility: visibility });
+  for (const [name, item] of Object.entries(items))
+    await uploadOk(token, `${account}/${dataset}/${name}`, item.csv, { Schema: schemaFor(item.columns) });
+}
+
+/** Waits until a condition holds, polling; fails after the timeout. */
+export async function eventually<T>(
+  read: () => Promise<T>,
+  done: (value: T) => boolean,
+  timeoutMs = 10_000,
+): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const value = await read();
+    if (done(value)) return value;
+    if (Date.now() > deadline) throw new Error(`condition not met within ${timeoutMs} ms: ${JSON.stringify(value)}`);
+    await new Promise((resolve) => setTimeout(resolve, 20));
+  }
+}
