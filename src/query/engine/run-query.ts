@@ -160,6 +160,7 @@ export async function runQuery(
       const before = stats.bytesLoaded;
       const loaded = await loadTable(db, table, created[i]!, stream, (bytes) => {
         stats.bytesLoaded = before + bytes;
+        stats.loadMs = clock() - loadStarted;
         if (stats.bytesLoaded > limits.maxLoadBytes)
           return `Failed: the query would load more than the limit of ${limits.maxLoadBytes} bytes of CSV (QUERY_MAX_LOAD_BYTES). Query fewer or smaller data items.`;
         if (clock() > deadline)

@@ -1,0 +1,476 @@
+/** Medians and spreads over the runs, the targets of issue 6, and the Markdown table. */
+import type { QueryStatus } from "./dqs.ts";
+import type { BenchFile } from "./generate.ts";
+import type { HeapReport } from "./inspector.ts";
+import type { RssReport } from "./server.ts";
+
+export type Timed = { ok: true; seconds: number } | { ok: false; seconds: number; message: string };
+
+export interface CaseRun {
+  run: number;
+  file: BenchFile["label"];
+  query: string;
+  dqs:
+    | { ok: true; seconds: number; status: QueryStatus }
+    | { ok: false; seconds: number; message: string; status?: QueryStatus };
+  resultRows: number | null;
+  /** Peak RSS of the Worker's workerd process during the query, minus its RSS before, bytes. */
+  workerRssDelta: number | null;
+  /** Peak (V8 heap used + ArrayBuffers) of the Worker isolate during the query, minus before, bytes. */
+  isolateHeapDelta: number | null;
+  /** The isolate's peak V8 heap used + ArrayBuffers during the query, bytes. */
+  isolatePeakTotal: number | null;
+  /** Odd answers met on the way (e.g. a 503 while the isolate restarted). */
+  notes: string[];
+  sqlite3: Timed | null;
+  duckdb: Timed | null;
+  matchesSqlite3: boolean | null;
+  matchesDuckdb: boolean | null;
+  mismatches: string[];
+}
+
+export interface UploadRun {
+  run: number;
+  file: BenchFile["label"];
+  ok: boolean;
+  message: string;
+  seconds: number;
+  workerRss: RssReport | null;
+  proxyRss: RssReport | null;
+  isolateHeap: HeapReport | null;
+}
+
+interface SummaryInput {
+  date: string;
+  machine: Record<string, string | number>;
+  runs: number;
+  vars: Record<string, string>;
+  memoryBudgetBytes: number | null;
+  files: BenchFile[];
+  queries: { id: string; sql: string }[];
+  uploads: UploadRun[];
+  cases: CaseRun[];
+  /** The untimed pass with DevTools attached, for the isolate's memory. */
+  memory: { uploads: UploadRun[]; cases: CaseRun[] };
+  note: string | null;
+}
+
+export function median(values: number[]): number | null {
+  if (values.length === 0) return null;
+  const sorted = [...values].sort((a, b) => a - b);
+  const mid = Math.floor(sorted.length / 2);
+  return sorted.length % 2 ? sorted[mid]! : (sorted[mid - 1]! + sorted[mid]!) / 2;
+}
+const min = (values: number[]) => (values.length ? Math.min(...values) : null);
+const max = (values: number[]) => (values.length ? Math.max(...values) : null);
+const ratio = (a: number | null, b: number | null) => (a !== null && b !== null && b > 0 ? a / b : null);
+const round = (x: number | null, digits = 4) => (x === null ? null : Number(x.toFixed(digits)));
+
+function spread(values: number[]) {
+  return { median: round(median(values)), min: round(min(values)), max: round(max(values)) };
+}
+
+function summarizeCase(runs: CaseRun[], file: BenchFile, sql: string, memoryRuns: CaseRun[]) {
+  const ok = runs.flatMap((r) => (r.dqs.ok ? [r.dqs] : []));
+  const failed = runs.flatMap((r) => (r.dqs.ok ? [] : [r.dqs]));
+  const timing = (key: "QueueWaitMs" | "LoadMs" | "ExecuteMs" | "WriteMs") =>
+    round(median(ok.flatMap((r) => (r.status.Timings ? [r.status.Timings[key] / 1000] : []))));
+  const dqs = spread(ok.map((r) => r.seconds));
+  // A failed query still reports how much it held when it stopped.
+  const withPeak = (ok.length ? ok : failed).flatMap((r) =>
+    r.status?.PeakMemoryBytes != null ? [r.status.PeakMemoryBytes] : [],
+  );
+  const peak = median(withPeak);
+  const bytesLoaded = median(
+    (ok.length ? ok : failed).flatMap((r) => (r.status?.BytesLoaded != null ? [r.status.BytesLoaded] : [])),
+  );
+  const engine = (pick: (r: CaseRun) => Timed | null) => {
+    const timed = runs.flatMap((r) => {
+      const t = pick(r);
+      return t ? [t] : [];
+    });
+    const good = timed.flatMap((t) => (t.ok ? [t.seconds] : []));
+    const errors = timed.flatMap((t) => (t.ok ? [] : [t.message]));
+    return { ...spread(good), failures: errors.length, error: errors[0] ?? null, ran: timed.length > 0 };
+  };
+  const sqlite3 = engine((r) => r.sqlite3);
+  const duckdb = engine((r) => r.duckdb);
+  const other = ok.flatMap((r) => {
+    const t = r.status.Timings;
+    return t ? [r.seconds - (t.QueueWaitMs + t.LoadMs + t.ExecuteMs + t.WriteMs) / 1000] : [];
+  });
+  const matches = (pick: (r: CaseRun) => boolean | null) => {
+    const seen = runs.map(pick).filter((m): m is boolean => m !== null);
+    return seen.length === 0 ? null : seen.every(Boolean);
+  };
+  return {
+    file: file.label,
+    query: runs[0]!.query,
+    sql,
+    dqs_s: dqs.median,
+    dqs_min_s: dqs.min,
+    dqs_max_s: dqs.max,
+    dqs_failures: failed.length,
+    dqs_error: failed[0]?.message ?? null,
+    sqlite3_s: sqlite3.median,
+    sqlite3_min_s: sqlite3.min,
+    sqlite3_max_s: sqlite3.max,
+    sqlite3_error: sqlite3.error,
+    duckdb_s: duckdb.median,
+    duckdb_min_s: duckdb.min,
+    duckdb_max_s: duckdb.max,
+    duckdb_error: duckdb.error,
+    dqs_over_sqlite3: round(ratio(dqs.median, sqlite3.median), 3),
+    dqs_over_duckdb: round(ratio(dqs.median, duckdb.median), 3),
+    held_bytes_per_csv_byte: round(ratio(peak, file.csvBytes), 3),
+    peak_memory_bytes: peak,
+    peak_memory_max_bytes: max(withPeak),
+    bytes_loaded: bytesLoaded,
+    csv_bytes: file.csvBytes,
+    queue_wait_s: timing("QueueWaitMs"),
+    load_s: timing("LoadMs"),
+    execute_s: timing("ExecuteMs"),
+    write_s: timing("WriteMs"),
+    /** End to end minus the four recorded timings: submit, queueing before the record's clock, status polling, download. */
+    other_s: round(median(other)),
+    result_rows: runs.find((r) => r.resultRows !== null)?.resultRows ?? null,
+    matches_sqlite3: matches((r) => r.matchesSqlite3),
+    matches_duckdb: matches((r) => r.matchesDuckdb),
+    mismatch: runs.flatMap((r) => r.mismatches)[0] ?? null,
+    workerd_rss_delta_bytes: median(runs.flatMap((r) => (r.workerRssDelta !== null ? [r.workerRssDelta] : []))),
+    /** From the memory pass: the isolate's peak V8 heap used + ArrayBuffers during the query, minus before. */
+    isolate_heap_delta_bytes: median(
+      memoryRuns.flatMap((r) => (r.isolateHeapDelta !== null ? [r.isolateHeapDelta] : [])),
+    ),
+    /** From the memory pass: the isolate's absolute peak (V8 heap used + ArrayBuffers) during the query. */
+    isolate_peak_total_bytes: median(
+      memoryRuns.flatMap((r) => (r.isolatePeakTotal !== null ? [r.isolatePeakTotal] : [])),
+    ),
+    notes: runs.flatMap((r) => r.notes),
+    per_run: runs.map((r) => ({
+      run: r.run,
+      dqs_s: round(r.dqs.seconds),
+      dqs_ok: r.dqs.ok,
+      message: r.dqs.ok ? undefined : r.dqs.message,
+      timings_ms: r.dqs.status?.Timings ?? null,
+      peak_memory_bytes: r.dqs.status?.PeakMemoryBytes ?? null,
+      bytes_loaded: r.dqs.status?.BytesLoaded ?? null,
+      workerd_rss_delta_bytes: r.workerRssDelta,
+      sqlite3_s: r.sqlite3 ? round(r.sqlite3.seconds) : null,
+      duckdb_s: r.duckdb ? round(r.duckdb.seconds) : null,
+      mismatches: r.mismatches,
+    })),
+  };
+}
+
+function summarizeUpload(runs: UploadRun[], file: BenchFile, memoryRuns: UploadRun[]) {
+  const ok = runs.filter((r) => r.ok && r.seconds > 0);
+  const rate = spread(ok.map((r) => file.bytes / 1e6 / r.seconds));
+  const worker = ok.flatMap((r) => (r.workerRss ? [r.workerRss.delta] : []));
+  const proxy = ok.flatMap((r) => (r.proxyRss ? [r.proxyRss.delta] : []));
+  const isolate = memoryRuns.flatMap((r) => (r.ok && r.isolateHeap ? [r.isolateHeap] : []));
+  return {
+    file: file.label,
+    gzip: file.gzip,
+    bytes: file.bytes,
+    csv_bytes: file.csvBytes,
+    seconds: round(median(ok.map((r) => r.seconds))),
+    mb_per_s: round(rate.median, 2),
+    mb_per_s_min: round(rate.min, 2),
+    mb_per_s_max: round(rate.max, 2),
+    csv_mb_per_s: round(median(ok.map((r) => file.csvBytes / 1e6 / r.seconds)), 2),
+    /**
+     * The Worker's peak memory during the upload, above what it held before: the
+     * isolate's V8 heap used + ArrayBuffers (DevTools) when the inspector
+     * answered, else the workerd process RSS.
+     */
+    peak_memory_bytes: isolate.length ? median(isolate.map((h) => h.delta)) : median(worker),
+    peak_memory_max_bytes: isolate.length ? max(isolate.map((h) => h.delta)) : max(worker),
+    peak_memory_source: isolate.length
+      ? "isolate heap + ArrayBuffers (DevTools)"
+      : worker.length
+        ? "workerd RSS"
+        : null,
+    /** The Worker isolate alone (DevTools Runtime.getHeapUsage): peak of V8 heap used + ArrayBuffers, minus before. */
+    isolate_peak_memory_bytes: median(isolate.map((h) => h.delta)),
+    /** The isolate's absolute peak (V8 heap used + ArrayBuffers) during the upload. */
+    isolate_peak_total_bytes: median(isolate.map((h) => h.peak.used + h.peak.backing)),
+    /** The workerd process that runs the Worker (and the local D1/R2/queue emulation): peak RSS (VmHWM after a reset) minus RSS before. */
+    workerd_rss_peak_bytes: median(worker),
+    /** The first run's figure: later runs find the memory the process already grew to, and barely move its RSS. */
+    workerd_rss_first_run_bytes: runs.find((r) => r.ok && r.workerRss)?.workerRss?.delta ?? null,
+    workerd_rss_peak_max_bytes: max(worker),
+    /** The same for wrangler's proxy workerd process, which the request passes through. */
+    proxy_peak_memory_bytes: median(proxy),
+    worker_rss_baseline_bytes: median(ok.flatMap((r) => (r.workerRss ? [r.workerRss.baseline] : []))),
+    failures: runs.length - ok.length,
+    error: runs.find((r) => !r.ok)?.message ?? null,
+    message: ok[0]?.message ?? null,
+    per_run: runs.map((r) => ({
+      run: r.run,
+      ok: r.ok,
+      seconds: round(r.seconds),
+      worker_rss: r.workerRss,
+      proxy_rss: r.proxyRss,
+      message: r.message,
+    })),
+  };
+}
+
+export type Summary = ReturnType<typeof summarize>;
+
+export function summarize(input: SummaryInput) {
+  const byFile = new Map(input.files.map((f) => [f.label, f]));
+  const cases = input.files.flatMap((file) =>
+    input.queries.flatMap((query) => {
+      const runs = input.cases.filter((c) => c.file === file.label && c.query === query.id);
+      const memoryRuns = input.memory.cases.filter((c) => c.file === file.label && c.query === query.id);
+      return runs.length ? [summarizeCase(runs, file, query.sql, memoryRuns)] : [];
+    }),
+  );
+  const upload = input.files.flatMap((file) => {
+    const runs = input.uploads.filter((u) => u.file === file.label);
+    const memoryRuns = input.memory.uploads.filter((u) => u.file === file.label);
+    return runs.length ? [summarizeUpload(runs, byFile.get(file.label)!, memoryRuns)] : [];
+  });
+  return {
+    date: input.date,
+    machine: input.machine,
+    runs: input.runs,
+    vars: input.vars,
+    memory_budget_bytes: input.memoryBudgetBytes,
+    note: input.note,
+    files: input.files.map((f) => ({
+      file: f.label,
+      path: f.path.replace(/^.*\/bench\//, "bench/"),
+      rows: f.rows,
+      gzip: f.gzip,
+      bytes: f.bytes,
+      csv_bytes: f.csvBytes,
+    })),
+    cases,
+    upload,
+    targets: targets(cases, upload, input.memoryBudgetBytes),
+    memory_pass: {
+      uploads: input.memory.uploads.map((u) => ({
+        file: u.file,
+        ok: u.ok,
+        seconds: round(u.seconds),
+        isolate_heap: u.isolateHeap,
+        workerd_rss: u.workerRss,
+      })),
+      cases: input.memory.cases.map((c) => ({
+        file: c.file,
+        query: c.query,
+        ok: c.dqs.ok,
+        message: c.dqs.ok ? undefined : c.dqs.message,
+        peak_memory_bytes: c.dqs.status?.PeakMemoryBytes ?? null,
+        isolate_heap_delta_bytes: c.isolateHeapDelta,
+        isolate_peak_total_bytes: c.isolatePeakTotal,
+        workerd_rss_delta_bytes: c.workerRssDelta,
+      })),
+    },
+  };
+}
+
+type CaseSummary = ReturnType<typeof summarizeCase>;
+type UploadSummary = ReturnType<typeof summarizeUpload>;
+
+/** The targets of issue 6, each with its figure; `met` is null when the figure is missing. */
+function targets(cases: CaseSummary[], upload: UploadSummary[], budget: number | null) {
+  const find = (file: string, query: string) => cases.find((c) => c.file === file && c.query === query);
+  const list: { target: string; figure: string; met: boolean | null }[] = [];
+  const q1m = find("1m", "Q1");
+  if (q1m)
+    list.push({
+      target: "Q1 on 1m, end to end ≤ sqlite3 import + query (ratio ≤ 1.0)",
+      figure:
+        q1m.dqs_over_sqlite3 === null
+          ? `n/a${q1m.dqs_error ? ` (dqs: ${q1m.dqs_error})` : ""}`
+          : `${q1m.dqs_over_sqlite3}`,
+      met: q1m.dqs_over_sqlite3 === null ? null : q1m.dqs_over_sqlite3 <= 1,
+    });
+  const q100k = find("100k", "Q1");
+  if (q100k)
+    list.push({
+      target: "Q1 on 100k, end to end < 0.5 s",
+      figure: q100k.dqs_s === null ? "n/a" : `${q100k.dqs_s} s`,
+      met: q100k.dqs_s === null ? null : q100k.dqs_s < 0.5,
+    });
+  if (q1m)
+    list.push({
+      target: "Q1 on 1m (3 of 6 columns) holds ≤ 0.7 bytes per CSV byte",
+      figure: q1m.held_bytes_per_csv_byte === null ? "n/a" : `${q1m.held_bytes_per_csv_byte}`,
+      met: q1m.held_bytes_per_csv_byte === null ? null : q1m.held_bytes_per_csv_byte <= 0.7,
+    });
+  for (const c of cases.filter((c) => c.file !== "100k")) {
+    const clean = c.dqs_error === null || /limit|budget/i.test(c.dqs_error);
+    const under = c.peak_memory_max_bytes === null || budget === null || c.peak_memory_max_bytes <= budget;
+    list.push({
+      target: `${c.query} on ${c.file} stays under the memory budget${budget ? ` (${budget} B)` : ""} or fails naming the limit`,
+      figure:
+        c.dqs_error !== null
+          ? /^failed/i.test(c.dqs_error)
+            ? c.dqs_error
+            : `failed: ${c.dqs_error}`
+          : `peak ${c.peak_memory_max_bytes ?? "n/a"} B (${c.held_bytes_per_csv_byte ?? "n/a"} per CSV byte)`,
+      met: clean && (c.dqs_error !== null || under),
+    });
+  }
+  const up1m = upload.find((u) => u.file === "1m");
+  if (up1m)
+    list.push({
+      target: "upload of the plain 1m file ≥ 60 MB/s",
+      figure: up1m.mb_per_s === null ? `n/a (${up1m.error})` : `${up1m.mb_per_s} MB/s`,
+      met: up1m.mb_per_s === null ? null : up1m.mb_per_s >= 60,
+    });
+  const up100k = upload.find((u) => u.file === "100k");
+  const FLAT = 5e6;
+  for (const big of upload.filter((u) => u.file !== "100k")) {
+    if (!up100k || up100k.peak_memory_bytes === null || big.peak_memory_bytes === null) continue;
+    if (up100k.peak_memory_source !== big.peak_memory_source) continue;
+    const growth = big.peak_memory_bytes - up100k.peak_memory_bytes;
+    list.push({
+      target: `upload peak memory flat: ${big.file} holds ≤ 100k + 5 MB (${big.peak_memory_source ?? "?"})`,
+      figure: `${mb(big.peak_memory_bytes)} vs ${mb(up100k.peak_memory_bytes)} (${growth >= 0 ? "+" : ""}${mb(growth)})`,
+      met: growth <= FLAT,
+    });
+  }
+  return list;
+}
+
+function mb(bytes: number | null): string {
+  return bytes === null ? "n/a" : `${(bytes / 1e6).toFixed(1)} MB`;
+}
+
+function s(x: number | null): string {
+  if (x === null) return "n/a";
+  return x < 10 ? x.toFixed(3) : x.toFixed(2);
+}
+
+function withSpread(medianValue: number | null, lo: number | null, hi: number | null, runs: number): string {
+  if (medianValue === null) return "n/a";
+  return runs > 1 && lo !== null && hi !== null ? `${s(medianValue)} (${s(lo)}–${s(hi)})` : s(medianValue);
+}
+
+function cell(text: string): string {
+  return text.replace(/\|/g, "\\|").replace(/\n/g, " ");
+}
+
+function matchText(c: CaseSummary): string {
+  const part = (name: string, m: boolean | null) => (m === null ? `${name} n/a` : m ? `${name} ✓` : `${name} ✗`);
+  return `${part("sqlite3", c.matches_sqlite3)}, ${part("duckdb", c.matches_duckdb)}`;
+}
+
+export function renderMarkdown(summary: Summary): string {
+  const m = summary.machine;
+  const lines: string[] = [];
+  lines.push(`# dqs benchmark, ${summary.date.slice(0, 19).replace("T", " ")} UTC`);
+  lines.push("");
+  lines.push(
+    `Machine: ${m.cpu}, ${m.cores} cores, ${(Number(m.ram_bytes) / 2 ** 30).toFixed(0)} GiB RAM, ${m.os}; ` +
+      `Node ${m.node}, wrangler ${m.wrangler} (workerd ${m.workerd}), sql.js ${m.sql_js}, sqlite3 ${m.sqlite3}, DuckDB ${m.duckdb}. ` +
+      `Runs: ${summary.runs}${summary.runs > 1 ? " (median, min–max)" : ""}.` +
+      (Object.keys(summary.vars).length
+        ? ` Vars: ${Object.entries(summary.vars)
+            .map(([k, v]) => `${k}=${v}`)
+            .join(", ")}.`
+        : ""),
+  );
+  if (summary.note) lines.push("", `**Note:** ${summary.note}`);
+  lines.push("");
+  lines.push("## Queries");
+  lines.push("");
+  lines.push(
+    "Seconds, end to end (dqs: submit → result downloaded; sqlite3 and DuckDB: import + query). " +
+      "Queue, load, execute, write: the query's own recorded timings; other: the rest of end to end " +
+      "(submit, status polling, download, and whatever the timings do not cover).",
+  );
+  lines.push("");
+  lines.push(
+    "| file | query | dqs s | queue | load | execute | write | other | sqlite3 s | DuckDB s | dqs/sqlite3 | dqs/DuckDB | rows | same rows |",
+  );
+  lines.push("|---|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|---|");
+  for (const c of summary.cases) {
+    const dqs =
+      c.dqs_s === null
+        ? "**FAILED** ↓"
+        : withSpread(c.dqs_s, c.dqs_min_s, c.dqs_max_s, summary.runs) +
+          (c.dqs_failures ? ` (${c.dqs_failures} of ${c.per_run.length} failed ↓)` : "");
+    const ref = (value: number | null, lo: number | null, hi: number | null, error: string | null) =>
+      value === null ? (error ? "**FAILED** ↓" : "n/a") : withSpread(value, lo, hi, summary.runs);
+    lines.push(
+      `| ${c.file} | ${c.query} | ${dqs} | ${s(c.queue_wait_s)} | ${s(c.load_s)} | ${s(c.execute_s)} | ${s(c.write_s)} | ${s(c.other_s)} | ` +
+        `${ref(c.sqlite3_s, c.sqlite3_min_s, c.sqlite3_max_s, c.sqlite3_error)} | ${ref(c.duckdb_s, c.duckdb_min_s, c.duckdb_max_s, c.duckdb_error)} | ` +
+        `${c.dqs_over_sqlite3 ?? "n/a"} | ${c.dqs_over_duckdb ?? "n/a"} | ${c.result_rows ?? "n/a"} | ${matchText(c)} |`,
+    );
+  }
+  const failures = summary.cases.filter((c) => c.dqs_error || c.sqlite3_error || c.duckdb_error);
+  const mismatches = summary.cases.filter((c) => c.mismatch);
+  const notes = summary.cases.filter((c) => c.notes.length);
+  if (failures.length || mismatches.length || notes.length) lines.push("");
+  for (const c of failures) {
+    const failedAfter = c.per_run.find((r) => !r.dqs_ok)?.dqs_s;
+    if (c.dqs_error)
+      lines.push(
+        `- ${c.file} ${c.query}: dqs failed${failedAfter ? ` after ${s(failedAfter)} s` : ""}: ${cell(c.dqs_error).slice(0, 400)}`,
+      );
+    if (c.sqlite3_error) lines.push(`- ${c.file} ${c.query}: sqlite3 failed: ${cell(c.sqlite3_error).slice(0, 300)}`);
+    if (c.duckdb_error) lines.push(`- ${c.file} ${c.query}: DuckDB failed: ${cell(c.duckdb_error).slice(0, 300)}`);
+  }
+  for (const c of mismatches) lines.push(`- ${c.file} ${c.query} rows differ: ${cell(c.mismatch!).slice(0, 400)}`);
+  for (const c of notes) lines.push(`- ${c.file} ${c.query}: ${cell(c.notes[0]!).slice(0, 300)}`);
+  lines.push("");
+  lines.push("## Query memory");
+  lines.push("");
+  lines.push(
+    "Loaded: CSV bytes the query read. Held: the engine's PeakMemoryBytes (WebAssembly heap + database pages), " +
+      "also per CSV byte of the file. Isolate Δ and peak: the Worker isolate's V8 heap used + ArrayBuffers during the query, " +
+      "above what it held before, and in all (DevTools, in the untimed memory pass). " +
+      "workerd RSS Δ: peak RSS of the Worker's workerd process minus before (timed runs).",
+  );
+  lines.push("");
+  lines.push("| file | query | loaded | held | held/CSV B | isolate Δ | isolate peak | workerd RSS Δ |");
+  lines.push("|---|---|--:|--:|--:|--:|--:|--:|");
+  for (const c of summary.cases)
+    lines.push(
+      `| ${c.file} | ${c.query} | ${mb(c.bytes_loaded)} | ${mb(c.peak_memory_bytes)} | ${c.held_bytes_per_csv_byte ?? "n/a"} | ` +
+        `${mb(c.isolate_heap_delta_bytes)} | ${mb(c.isolate_peak_total_bytes)} | ${mb(c.workerd_rss_delta_bytes)} |`,
+    );
+  lines.push("");
+  lines.push("## Upload");
+  lines.push("");
+  lines.push(
+    "Multipart POST streamed from disk; MB/s of the uploaded bytes (10^6 B/s) until the response. " +
+      "Peak memory: the Worker isolate's V8 heap used + ArrayBuffers above what it held before the upload, and in all " +
+      "(DevTools, in the untimed memory pass); the RSS of the workerd process running the Worker above its RSS before " +
+      "(it also runs the local D1/R2/queue emulation), and the same for wrangler's proxy workerd process (timed runs).",
+  );
+  lines.push("");
+  lines.push(
+    "| file | gzip | bytes | seconds | MB/s | CSV MB/s | isolate Δ | isolate peak | workerd RSS Δ | proxy RSS Δ |",
+  );
+  lines.push("|---|---|--:|--:|--:|--:|--:|--:|--:|--:|");
+  for (const u of summary.upload) {
+    const rate =
+      u.mb_per_s === null
+        ? `**FAILED**: ${cell(u.error ?? "?")}`
+        : (summary.runs > 1 ? `${u.mb_per_s} (${u.mb_per_s_min}–${u.mb_per_s_max})` : `${u.mb_per_s}`) +
+          (u.failures ? ` (${u.failures} failed: ${cell(u.error ?? "")})` : "");
+    lines.push(
+      `| ${u.file} | ${u.gzip ? "yes" : "no"} | ${mb(u.bytes)} | ${s(u.seconds)} | ${rate} | ${u.csv_mb_per_s ?? "n/a"} | ` +
+        `${mb(u.isolate_peak_memory_bytes)} | ${mb(u.isolate_peak_total_bytes)} | ${mb(u.workerd_rss_peak_bytes)}` +
+        (summary.runs > 1 ? ` (first run ${mb(u.workerd_rss_first_run_bytes)})` : "") +
+        ` | ${mb(u.proxy_peak_memory_bytes)} |`,
+    );
+  }
+  lines.push("");
+  lines.push("## Targets (issue 6)");
+  lines.push("");
+  lines.push("| target | figure | met |");
+  lines.push("|---|---|---|");
+  for (const t of summary.targets)
+    lines.push(`| ${cell(t.target)} | ${cell(t.figure)} | ${t.met === null ? "n/a" : t.met ? "yes" : "**no**"} |`);
+  lines.push("");
+  return lines.join("\n");
+}

@@ -1,0 +1,285 @@
+/**
+ * Starts `wrangler dev` with fresh local state (the logic of
+ * test/e2e/support/wrangler-dev.ts, copied because the bench also needs the
+ * process id, to find the workerd process and read its memory).
+ */
+import { spawn, spawnSync, type ChildProcess } from "node:child_process";
+import {
+  cpSync,
+  existsSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  symlinkSync,
+  writeFileSync,
+} from "node:fs";
+import { createServer } from "node:net";
+import { tmpdir } from "node:os";
+import { join, resolve } from "node:path";
+
+export const ROOT = resolve(import.meta.dirname, "..");
+
+/** wrangler's environment when run from `dir`: quiet, with a dev registry of its own. */
+function wranglerEnv(dir: string): NodeJS.ProcessEnv {
+  return {
+    ...process.env,
+    // The project's own Node (node_modules/.bin/node, 24) first, as under npm scripts: wrangler needs ≥ 22.
+    PATH: `${join(dir, "node_modules/.bin")}:${process.env.PATH ?? ""}`,
+    // Other sessions' `wrangler dev` register in the shared registry; this one needs none of them.
+    WRANGLER_REGISTRY_PATH: join(dir, ".wrangler-registry"),
+    WRANGLER_SEND_METRICS: "false",
+    NO_COLOR: "1",
+    CI: "true",
+  };
+}
+
+export interface DevServer {
+  url: string;
+  /** Port of wrangler's DevTools inspector proxy (the Worker's isolate). */
+  inspectorPort: number;
+  /** The copy of the project wrangler runs from. */
+  snapshot: string;
+  /** wrangler's process id (the leader of its own process group). */
+  pid: number;
+  output(): string;
+  stop(): Promise<void>;
+}
+
+async function freePort(): Promise<number> {
+  return new Promise((done, fail) => {
+    const server = createServer();
+    server.once("error", fail);
+    server.listen(0, "127.0.0.1", () => {
+      const address = server.address();
+      server.close(() => done(typeof address === "object" && address ? address.port : 0));
+    });
+  });
+}
+
+/**
+ * A copy of what wrangler builds from (src, migrations, configuration, and
+ * node_modules as hard links), in a temporary folder. `wrangler dev` rebuilds
+ * and restarts the Worker whenever a file of its bundle changes — and esbuild
+ * also watches files it merely read while resolving, such as the project's
+ * package.json above node_modules — answering requests meanwhile with 503
+ * "Your worker restarted mid-request". A bench must measure one version of
+ * the code even while people edit the work tree or install packages.
+ */
+function snapshotProject(): string {
+  const dir = mkdtempSync(join(tmpdir(), "dqs-bench-src-"));
+  for (const entry of ["src", "migrations", "wrangler.toml", "package.json", "tsconfig.json"])
+    if (existsSync(join(ROOT, entry))) cpSync(join(ROOT, entry), join(dir, entry), { recursive: true });
+  // Hard links: instant and no space, and every path esbuild resolves stays inside the snapshot.
+  const linked = spawnSync("cp", ["-al", join(ROOT, "node_modules"), join(dir, "node_modules")], { encoding: "utf8" });
+  if (linked.status !== 0) {
+    rmSync(join(dir, "node_modules"), { recursive: true, force: true });
+    symlinkSync(join(ROOT, "node_modules"), join(dir, "node_modules"), "dir");
+  }
+  return dir;
+}
+
+/** Process groups of the wrangler instances started here and not yet stopped. */
+const started = new Set<number>();
+
+/** Kills every wrangler started here at once (for an interrupted or crashing bench). */
+export function killAllStarted(): void {
+  for (const group of started) {
+    try {
+      process.kill(-group, "SIGKILL");
+    } catch {
+      // already gone
+    }
+  }
+  started.clear();
+}
+
+export async function startWranglerDev(vars: Record<string, string> = {}): Promise<DevServer> {
+  const snapshot = snapshotProject();
+  const state = join(snapshot, ".bench-state");
+  const wrangler = join(snapshot, "node_modules/.bin/wrangler");
+  const env = wranglerEnv(snapshot);
+  const migrate = spawnSync(wrangler, ["d1", "migrations", "apply", "DB", "--local", "--persist-to", state], {
+    cwd: snapshot,
+    env,
+    encoding: "utf8",
+  });
+  if (migrate.status !== 0) {
+    rmSync(snapshot, { recursive: true, force: true });
+    throw new Error(`migrations failed:\n${migrate.stdout}\n${migrate.stderr}`);
+  }
+
+  const port = await freePort();
+  const inspectorPort = await freePort();
+  const varArgs = Object.entries({ ENVIRONMENT: "development", ...vars }).flatMap(([k, v]) => ["--var", `${k}:${v}`]);
+  const child: ChildProcess = spawn(
+    wrangler,
+    [
+      "dev",
+      "--ip",
+      "127.0.0.1",
+      "--port",
+      String(port),
+      "--persist-to",
+      state,
+      "--inspector-port",
+      String(inspectorPort),
+      "--show-interactive-dev-session=false",
+      ...varArgs,
+    ],
+    { cwd: snapshot, env, stdio: ["ignore", "pipe", "pipe"], detached: true },
+  );
+  if (child.pid) started.add(child.pid);
+  let log = "";
+  child.stdout?.on("data", (chunk: Buffer) => (log += chunk.toString()));
+  child.stderr?.on("data", (chunk: Buffer) => (log += chunk.toString()));
+  const url = `http://127.0.0.1:${port}`;
+
+  const stop = async () => {
+    if (child.exitCode === null && child.pid) {
+      const exited = new Promise((r) => child.once("exit", r));
+      try {
+        process.kill(-child.pid, "SIGTERM");
+      } catch {
+        // already gone
+      }
+      await Promise.race([exited, new Promise((r) => setTimeout(r, 5000))]);
+      if (child.exitCode === null) {
+        try {
+          process.kill(-child.pid, "SIGKILL");
+        } catch {
+          // already gone
+        }
+      }
+    }
+    if (child.pid) started.delete(child.pid);
+    rmSync(snapshot, { recursive: true, force: true });
+  };
+
+  const deadline = Date.now() + 120_000;
+  for (;;) {
+    if (child.exitCode !== null) {
+      await stop();
+      throw new Error(`wrangler dev exited early:\n${log}`);
+    }
+    try {
+      const response = await fetch(`${url}/v1/openapi.json`);
+      if (response.ok) break;
+    } catch {
+      // not listening yet
+    }
+    if (Date.now() > deadline) {
+      await stop();
+      throw new Error(`wrangler dev did not become ready:\n${log}`);
+    }
+    await new Promise((r) => setTimeout(r, 250));
+  }
+  return { url, inspectorPort, snapshot, pid: child.pid!, output: () => log, stop };
+}
+
+interface ProcInfo {
+  pid: number;
+  ppid: number;
+  comm: string;
+}
+
+function processes(): ProcInfo[] {
+  const list: ProcInfo[] = [];
+  for (const entry of readdirSync("/proc")) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      const stat = readFileSync(`/proc/${entry}/stat`, "utf8");
+      // pid (comm) state ppid ...; comm may hold spaces and parentheses.
+      const close = stat.lastIndexOf(")");
+      const comm = stat.slice(stat.indexOf("(") + 1, close);
+      const ppid = Number(stat.slice(close + 2).split(" ")[1]);
+      list.push({ pid: Number(entry), ppid, comm });
+    } catch {
+      // gone meanwhile
+    }
+  }
+  return list;
+}
+
+/** Descendants of `root` whose command name starts with `name`. */
+export function findDescendants(root: number, name: string): ProcInfo[] {
+  const all = processes();
+  const children = new Map<number, ProcInfo[]>();
+  for (const p of all) children.set(p.ppid, [...(children.get(p.ppid) ?? []), p]);
+  const found: ProcInfo[] = [];
+  const queue = [root];
+  while (queue.length) {
+    const pid = queue.shift()!;
+    for (const child of children.get(pid) ?? []) {
+      if (child.comm.startsWith(name)) found.push(child);
+      queue.push(child.pid);
+    }
+  }
+  return found;
+}
+
+/** A field of /proc/<pid>/status in bytes (VmRSS, VmHWM); null when the process is gone. */
+export function procStatusBytes(pid: number, field: "VmRSS" | "VmHWM"): number | null {
+  try {
+    const status = readFileSync(`/proc/${pid}/status`, "utf8");
+    const match = status.match(new RegExp(`^${field}:\\s+(\\d+) kB`, "m"));
+    return match ? Number(match[1]) * 1024 : null;
+  } catch {
+    return null;
+  }
+}
+
+/** Resets the process's peak RSS (VmHWM) to its current RSS; needs to own the process (or root). */
+export function resetPeakRss(pid: number): boolean {
+  try {
+    writeFileSync(`/proc/${pid}/clear_refs`, "5");
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+export interface RssReport {
+  /** RSS before, bytes. */
+  baseline: number;
+  /** Highest sampled RSS, bytes. */
+  peakSampled: number;
+  /** VmHWM after the measured work (after a reset when that worked), bytes; null when the reset failed. */
+  peakHwm: number | null;
+  /** Peak minus baseline, bytes (the higher of HWM and the samples). */
+  delta: number;
+  samples: number;
+  /** A process went away meanwhile (wrangler restarted workerd): the figures mean nothing. */
+  lost: boolean;
+}
+
+/**
+ * Samples the summed RSS of `pids` every `everyMs` while `work` runs; also
+ * resets and reads VmHWM for an exact peak between samples.
+ */
+export async function measureRss<T>(
+  pids: number[],
+  work: () => Promise<T>,
+  everyMs = 10,
+): Promise<{ value: T; rss: RssReport }> {
+  const total = () => pids.reduce((sum, pid) => sum + (procStatusBytes(pid, "VmRSS") ?? 0), 0);
+  const reset = pids.every((pid) => resetPeakRss(pid));
+  const baseline = total();
+  let peakSampled = baseline;
+  let samples = 1;
+  const timer = setInterval(() => {
+    peakSampled = Math.max(peakSampled, total());
+    samples++;
+  }, everyMs);
+  try {
+    const value = await work();
+    peakSampled = Math.max(peakSampled, total());
+    // With several processes the sum of their peaks bounds the peak of the sum from above.
+    const peakHwm = reset ? pids.reduce((sum, pid) => sum + (procStatusBytes(pid, "VmHWM") ?? 0), 0) : null;
+    const peak = Math.max(peakHwm ?? 0, peakSampled);
+    const lost = pids.some((pid) => procStatusBytes(pid, "VmRSS") === null);
+    return { value, rss: { baseline, peakSampled, peakHwm, delta: peak - baseline, samples, lost } };
+  } finally {
+    clearInterval(timer);
+  }
+}
