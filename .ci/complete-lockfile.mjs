@@ -16,20 +16,26 @@ const PLATFORM = [
   [/(windows|win32)-(64|x64)$/, ["win32"], ["x64"]],
   [/(windows|win32)-arm64$/, ["win32"], ["arm64"]],
 ];
+/** Where npm would find `name` from the package at `location`: nested first, then each enclosing node_modules. */
+function resolves(location, name) {
+  let base = location;
+  for (;;) {
+    if (`${base ? `${base}/` : ""}node_modules/${name}` in packages) return true;
+    if (!base) return false;
+    const cut = base.lastIndexOf("node_modules/");
+    base = cut <= 0 ? "" : base.slice(0, cut - 1);
+  }
+}
+
 let added = 0;
 for (const [location, entry] of Object.entries(packages)) {
   for (const [name, version] of Object.entries(entry.optionalDependencies ?? {})) {
-    // npm looks for the dependency next to the package, then in each parent node_modules.
-    const parts = location.split("node_modules/").slice(0, -1);
-    let found = false;
-    for (let depth = parts.length; depth >= 0 && !found; depth--) {
-      const prefix = parts.slice(0, depth).join("node_modules/");
-      found = `${prefix}node_modules/${name}` in packages;
-    }
-    if (found) continue;
+    if (resolves(location, name)) continue;
     const platform = PLATFORM.find(([pattern]) => pattern.test(name));
     if (!platform) throw new Error(`no platform known for ${name}`);
-    const target = location === "" ? `node_modules/${name}` : `${location}/node_modules/${name}`;
+    // Hoisted where nothing else holds the name, else next to the package that wants it.
+    const hoisted = `node_modules/${name}`;
+    const target = !(hoisted in packages) ? hoisted : `${location}/node_modules/${name}`;
     packages[target] = { version: version.replace(/^[\^~]/, ""), optional: true, os: platform[1], cpu: platform[2] };
     if (entry.dev) packages[target].dev = true;
     if (/-musl$/.test(name)) packages[target].libc = ["musl"];

@@ -101,8 +101,7 @@ function badRequestPage(problem: string) {
 
 devIdp.get("/authorize", (c) => {
   const params = authorizeParams(c.req.query(), c.get("callback"));
-  if (typeof params === "string")
-    return c.html(badRequestPage(params), 400);
+  if (typeof params === "string") return c.html(badRequestPage(params), 400);
   return c.html(loginForm(params));
 });
 
@@ -111,8 +110,7 @@ devIdp.post("/authorize", async (c) => {
     Object.entries(await c.req.parseBody()).filter((entry): entry is [string, string] => typeof entry[1] === "string"),
   );
   const params = authorizeParams(form, c.get("callback"));
-  if (typeof params === "string")
-    return c.html(badRequestPage(params), 400);
+  if (typeof params === "string") return c.html(badRequestPage(params), 400);
   const username = (form.username ?? "").trim();
   if (!USERNAME_PATTERN.test(username))
     return c.html(loginForm(params, "A username is 1-64 letters, digits, '.', '_', '-' or '@'."), 400);

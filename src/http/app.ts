@@ -40,6 +40,18 @@ export function createApp(): OpenAPIHono<AppEnv> {
   for (const path of ["/v1/auth", "/v1/auth/callback", "/v1/auth/terms", "/v1/auth/token", "/idp/*"])
     app.use(path, authRateLimit);
 
+  // A signed download URL is its own credential, so a page on any origin may read it (the SDK in a browser).
+  app.use(
+    "/download/*",
+    cors({
+      origin: "*",
+      allowMethods: ["GET", "HEAD"],
+      allowHeaders: ["Range"],
+      exposeHeaders: ["Content-Length", "Content-Range", "Content-Disposition", "ETag", "Accept-Ranges"],
+      maxAge: 600,
+    }),
+  );
+
   const v1 = createRouter();
   v1.route("/", authRoutes);
   v1.route("/", meRoutes);

@@ -18,6 +18,7 @@ export async function runMaintenance(env: Env): Promise<void> {
   const expired = await env.DB.batch([
     env.DB.prepare("DELETE FROM login_flows WHERE expires_at <= ?").bind(now),
     env.DB.prepare("DELETE FROM dev_idp_codes WHERE expires_at <= ?").bind(now),
+    env.DB.prepare("DELETE FROM login_codes WHERE expires_at <= ?").bind(now),
     env.DB.prepare("DELETE FROM refresh_tokens WHERE expires_at <= ?").bind(now),
   ]);
   const rows = expired.reduce((sum, result) => sum + result.meta.changes, 0);

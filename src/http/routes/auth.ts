@@ -1,6 +1,17 @@
 import { createRoute, z } from "@hono/zod-openapi";
 import { deleteCookie, getCookie, setCookie } from "hono/cookie";
-import { acceptTermsAndFinish, beginLogin, completeLogin, type LoginContext } from "../../auth/login";
+import {
+  acceptTermsAndFinish,
+  beginLogin,
+  completeLogin,
+  exchangeLoginCode,
+  isLoopbackRedirectUri,
+  isS256Challenge,
+  loopbackLocation,
+  type LoginContext,
+  type LoginFinish,
+  type LoopbackClient,
+} from "../../auth/login";
 import { endSession, refreshTokens, type RefreshResult, type TokenSet } from "../../auth/tokens";
 import { identityProvider } from "../../config";
 import { timingSafeEqual } from "../../util/crypto";
@@ -8,6 +19,7 @@ import { isoSeconds } from "../../util/time";
 import { tokenContext, type AppContext, type AppEnv } from "../context";
 import { ApiError, badRequest, unauthorized } from "../errors";
 import { authenticated } from "../middleware/bearer-auth";
+import { authRateLimit } from "../middleware/rate-limit";
 import { createRouter } from "../router";
 import { termsPage, tokensPage } from "../pages/auth-pages";
 import { providerFetch } from "../provider-fetch";
@@ -18,6 +30,7 @@ import {
   jsonResponse,
   JwtResponse,
   RefreshTokenRequest,
+  withData,
 } from "../schemas";
 
 /** Binds a login to the browser that started it, so a stolen callback URL is useless elsewhere. */
@@ -59,6 +72,34 @@ function showTokens(c: AppContext, tokens: TokenSet, accountName: string) {
   return c.html(tokensPage({ publicUrl: c.get("config").publicUrl, accountName, ...data }));
 }
 
+/** Ends a login: tokens for a browser login, a redirect with the one-time code for a loopback client. */
+function finishLogin(c: AppContext, outcome: LoginFinish) {
+  if (outcome.kind === "tokens") return showTokens(c, outcome.tokens, outcome.accountName);
+  c.header("Cache-Control", "no-store");
+  deleteCookie(c, LOGIN_COOKIE, { path: "/v1/auth" });
+  return c.redirect(outcome.location, 302);
+}
+
+/** The loopback client a GET /v1/auth names, checked before anything is stored (RFC 8252 §7.3, RFC 7636). */
+function loopbackClient(query: {
+  redirect_uri?: string;
+  code_challenge?: string;
+  code_challenge_method?: string;
+  state?: string;
+}): LoopbackClient | null {
+  if (query.redirect_uri === undefined && query.code_challenge === undefined) return null;
+  // Never redirect to an address that failed these checks (RFC 6749 §4.1.2.1): the errors are shown here.
+  if (!query.redirect_uri || !isLoopbackRedirectUri(query.redirect_uri))
+    throw badRequest(
+      "redirect_uri must be a loopback address with a port: http://127.0.0.1:PORT/…, http://[::1]:PORT/… or http://localhost:PORT/….",
+    );
+  if (query.code_challenge_method !== "S256" || !query.code_challenge || !isS256Challenge(query.code_challenge))
+    throw badRequest(
+      "A loopback login needs PKCE: code_challenge (S256, 43 characters) and code_challenge_method=S256.",
+    );
+  return { redirectUri: query.redirect_uri, codeChallenge: query.code_challenge, state: query.state ?? null };
+}
+
 function requireLoginCookie(c: AppContext, state: string): void {
   const cookie = getCookie(c, LOGIN_COOKIE) ?? "";
   if (!state || !timingSafeEqual(cookie, state))
@@ -72,11 +113,32 @@ authRoutes.openapi(
     tags: ["auth"],
     summary: "Log in: redirects to the identity provider",
     description:
-      "Starts an OpenID Connect authorization code login (PKCE S256, state, nonce). After the provider, the browser lands on /v1/auth/callback, which shows the tokens.",
-    responses: { 302: { description: "Redirect to the authentication server" } },
+      "Starts an OpenID Connect authorization code login (PKCE S256, state, nonce). After the provider, the browser lands on /v1/auth/callback, which shows the tokens. A native client (the dqs command line) may instead name a loopback redirect_uri with a PKCE code_challenge (RFC 8252): the finished login then redirects there with a one-time code (and its state), which the client exchanges at POST /v1/auth/code.",
+    request: {
+      query: z.object({
+        redirect_uri: z.string().optional().openapi({
+          description: "Loopback address of a native client: http://127.0.0.1:PORT/path (or [::1], localhost)",
+        }),
+        code_challenge: z
+          .string()
+          .optional()
+          .openapi({ description: "PKCE S256 challenge of the native client's verifier (required with redirect_uri)" }),
+        code_challenge_method: z.string().optional().openapi({ description: "S256 (the only method)" }),
+        state: z
+          .string()
+          .max(200)
+          .optional()
+          .openapi({ description: "Opaque value returned to the native client with the code" }),
+      }),
+    },
+    responses: {
+      302: { description: "Redirect to the authentication server" },
+      ...errorResponses([400, "An invalid loopback redirect_uri or PKCE challenge"]),
+    },
   }),
   async (c) => {
-    const { url, state } = await beginLogin(await loginContext(c));
+    const client = loopbackClient(c.req.valid("query"));
+    const { url, state } = await beginLogin(await loginContext(c), client);
     setCookie(c, LOGIN_COOKIE, state, {
       path: "/v1/auth",
       httpOnly: true,
@@ -111,6 +173,7 @@ authRoutes.openapi(
         description: "The tokens",
         content: { "application/json": { schema: JwtResponse }, "text/html": { schema: z.string() } },
       },
+      302: { description: "A loopback login: redirect to the native client's redirect_uri with code and state" },
       ...errorResponses(
         [400, "The login state is unknown, used, expired or from another browser"],
         [401, "The provider refused the login, or the terms of service must be accepted in a browser"],
@@ -126,7 +189,8 @@ authRoutes.openapi(
     const outcome = await completeLogin(ctx, { state, code: query.code, error: query.error });
     switch (outcome.kind) {
       case "tokens":
-        return showTokens(c, outcome.tokens, outcome.accountName);
+      case "loopback":
+        return finishLogin(c, outcome);
       case "terms": {
         const config = c.get("config");
         if (wantsJson(c))
@@ -140,6 +204,13 @@ authRoutes.openapi(
       }
       case "rejected":
         console.warn(JSON.stringify({ requestId: c.get("requestId"), login: outcome.reason, detail: outcome.detail }));
+        if (outcome.client) {
+          // The waiting command line learns that the login failed instead of waiting until it gives up.
+          c.header("Cache-Control", "no-store");
+          deleteCookie(c, LOGIN_COOKIE, { path: "/v1/auth" });
+          const error = outcome.reason === "provider_denied" ? "access_denied" : "server_error";
+          return c.redirect(loopbackLocation(outcome.client, { error }), 302);
+        }
         if (outcome.reason === "unknown_state")
           throw badRequest("This login is unknown, already used or expired; start again at GET /v1/auth.");
         if (outcome.reason === "provider_denied")
@@ -168,6 +239,7 @@ authRoutes.openapi(
         description: "The tokens",
         content: { "text/html": { schema: z.string() }, "application/json": { schema: JwtResponse } },
       },
+      302: { description: "A loopback login: redirect to the native client's redirect_uri with code and state" },
       ...errorResponses([400, "The login is unknown, used, expired or from another browser"]),
     },
   }),
@@ -177,7 +249,62 @@ authRoutes.openapi(
     const outcome = await acceptTermsAndFinish(await loginContext(c), state);
     if (outcome.kind === "rejected")
       throw badRequest("This login is unknown, already used or expired; start again at GET /v1/auth.");
-    return showTokens(c, outcome.tokens, outcome.accountName);
+    return finishLogin(c, outcome);
+  },
+);
+
+const LoginCodeRequest = z
+  .object({
+    Code: z.string().min(1).max(200).openapi({ description: "The one-time code sent to the loopback redirect_uri" }),
+    CodeVerifier: z.string().min(43).max(128).openapi({ description: "The PKCE verifier behind code_challenge" }),
+    RedirectUri: z.string().min(1).max(512).openapi({ description: "The redirect_uri given to GET /v1/auth, exactly" }),
+  })
+  .openapi("LoginCodeRequest");
+
+const LoginCodeResponse = withData(
+  "LoginCodeResponse",
+  JwtResponse.shape.Data.extend({ AccountName: z.string().openapi({ description: "The account logged in" }) }),
+);
+
+authRoutes.openapi(
+  createRoute({
+    method: "post",
+    path: "/auth/code",
+    tags: ["auth", "experimental"],
+    summary: "Exchange a loopback login's one-time code for tokens",
+    description:
+      "For native clients (RFC 8252): the code from the loopback redirect, the PKCE verifier and the same redirect_uri yield the tokens of a new session. A code works once, within two minutes.",
+    middleware: [authRateLimit] as const,
+    request: { body: { required: true, content: { "application/json": { schema: LoginCodeRequest } } } },
+    responses: {
+      200: jsonResponse(LoginCodeResponse, "The tokens, and the account they act for"),
+      ...errorResponses(
+        [400, "The body is not JSON or lacks a field"],
+        [401, "The code is unknown, spent or expired, or the verifier or redirect_uri does not match"],
+      ),
+    },
+  }),
+  async (c) => {
+    const body = c.req.valid("json");
+    const result = await exchangeLoginCode(await tokenContext(c), {
+      code: body.Code,
+      codeVerifier: body.CodeVerifier,
+      redirectUri: body.RedirectUri,
+    });
+    if (!result.ok)
+      throw unauthorized(
+        result.reason === "terms_not_accepted"
+          ? "You have not accepted the current terms of service; log in again at GET /v1/auth."
+          : "This login code is not valid (unknown, used, expired, or the verifier or redirect_uri does not match); log in again.",
+      );
+    c.header("Cache-Control", "no-store");
+    return c.json(
+      {
+        ...envelope(200, `Logged in as ${result.accountName}`),
+        Data: { ...jwtResponseData(result.tokens), AccountName: result.accountName },
+      },
+      200,
+    );
   },
 );
 

@@ -271,7 +271,9 @@ describe("runQuery limits", () => {
   it("should stop executing when the time limit has passed", async () => {
     const run = await runEngine(ENDLESS, {}, { limits: { timeLimitMs: 5000 }, clock: steppingClock(1000) });
 
-    expect(run.outcome.ok || run.outcome.message).toBe("Failed: the query ran longer than the time limit of 5 s (QUERY_TIME_LIMIT_SECONDS).");
+    expect(run.outcome.ok || run.outcome.message).toBe(
+      "Failed: the query ran longer than the time limit of 5 s (QUERY_TIME_LIMIT_SECONDS).",
+    );
     expect(run.target.state).toBe("aborted");
   });
 

@@ -1,0 +1,198 @@
+import { Option, type Command } from "commander";
+import { createWriteStream } from "node:fs";
+import { rename, rm } from "node:fs/promises";
+import { basename, dirname, join } from "node:path";
+import { randomBytes } from "node:crypto";
+import { pipeline } from "node:stream/promises";
+import { Readable } from "node:stream";
+import ora from "ora";
+import type { DqsClient, QueryState, QueryStatus, Row } from "../../client";
+import { Context, UsageError } from "../context";
+import { bytes, details, json, oneLine, table, write } from "../output";
+import { nodeStream, saveDownload } from "./data";
+
+type Format = "csv" | "json" | "table";
+
+/** `dqs query`, `dqs status`, `dqs cancel`, `dqs queries`. */
+export function queryCommands(program: Command): void {
+  program
+    .command("query")
+    .argument("<sql>", "one SELECT statement; name data items as ACCOUNT.DATASET.NAME")
+    .description("run SQL and print or save the result (waits for it, showing its state)")
+    .option("--wait [seconds]", "how long to wait for the result (default 300)")
+    .option("--no-wait", "only submit the query and print its id")
+    .option("-o, --output <file>", "write the result to this file")
+    .addOption(
+      new Option("--format <format>", "csv, json or table (default: table at a terminal, else csv)").choices([
+        "csv",
+        "json",
+        "table",
+      ]),
+    )
+    .action(
+      async (
+        sql: string,
+        options: { wait: boolean | string | undefined; output?: string; format?: Format },
+        command: Command,
+      ) => query(Context.of(command), sql, options),
+    );
+
+  program
+    .command("status")
+    .argument("<query-id>")
+    .description("show a query's state, message, size and timings")
+    .action(async (id: string, _: unknown, command: Command) => {
+      const ctx = Context.of(command);
+      const status = await (await ctx.client()).queryStatus(id);
+      await ctx.print(status, () => describeStatus(status));
+    });
+
+  program
+    .command("cancel")
+    .argument("<query-id>")
+    .description("cancel a queued or running query (experimental endpoint)")
+    .action(async (id: string, _: unknown, command: Command) => {
+      const ctx = Context.of(command);
+      const status = await (await ctx.client()).cancelQuery(id);
+      await ctx.print(status, () => `Query ${status.QueryId} is ${status.Status}.\n`);
+    });
+
+  program
+    .command("queries")
+    .description("list your queries, newest first (experimental endpoint)")
+    .option("--limit <n>", "how many (1-100)", "20")
+    .option("--cursor <cursor>", "where the previous page ended")
+    .action(async (options: { limit: string; cursor?: string }, command: Command) => {
+      const ctx = Context.of(command);
+      const limit = Number(options.limit);
+      if (!Number.isInteger(limit) || limit < 1 || limit > 100) throw new UsageError("--limit must be 1 to 100.");
+      const page = await (await ctx.client()).listQueries({ limit, cursor: options.cursor });
+      await ctx.print({ Queries: page.queries, NextCursor: page.nextCursor }, () => {
+        if (page.queries.length === 0) return "No queries.\n";
+        const rows = page.queries.map((q) => [
+          q.QueryId,
+          q.Status,
+          q.CreatedAt,
+          q.RowCount ?? "",
+          bytes(q.Size),
+          oneLine(q.Sql, 50),
+        ]);
+        const more = page.nextCursor ? `\nMore: dqs queries --cursor ${page.nextCursor}\n` : "";
+        return table(["QUERY ID", "STATUS", "CREATED", "ROWS", "SIZE", "SQL"], rows) + more;
+      });
+    });
+}
+
+async function query(
+  ctx: Context,
+  sql: string,
+  options: { wait: boolean | string | undefined; output?: string; format?: Format },
+): Promise<void> {
+  const client = await ctx.client();
+  if (options.wait === false) {
+    const { queryId, message } = await client.submitQuery(sql, { idempotencyKey: crypto.randomUUID() });
+    await ctx.print({ QueryId: queryId, Message: message }, () => `${queryId}\n`);
+    return;
+  }
+  const wait = typeof options.wait === "string" ? Number(options.wait) : 300;
+  if (!Number.isFinite(wait) || wait <= 0) throw new UsageError("--wait must be a number of seconds.");
+  const format: Format =
+    options.format ?? (ctx.json ? "json" : options.output || !process.stdout.isTTY ? "csv" : "table");
+
+  const status = await withSpinner((onStatus) => client.runQuery(sql, { wait, onStatus }));
+  await writeResult(client, status, format, options.output);
+  if (options.output) await ctx.note(`Wrote ${status.RowCount ?? "the"} rows (${format}) to ${options.output}.`);
+}
+
+/** Shows the query's state while it runs: a spinner at a terminal, a line per state elsewhere. */
+async function withSpinner(
+  run: (onStatus: (status: QueryStatus) => void) => Promise<QueryStatus>,
+): Promise<QueryStatus> {
+  // A terminal that reports no width (some pseudo-terminals) would make the spinner redraw without end.
+  const isEnabled = process.stderr.isTTY === true && (process.stderr.columns ?? 0) > 0;
+  const spinner = ora({ stream: process.stderr, text: "Submitting the query", isEnabled });
+  const interactive = spinner.isEnabled;
+  if (interactive) spinner.start();
+  let last: QueryState | null = null;
+  const started = Date.now();
+  try {
+    const status = await run((status) => {
+      if (interactive) spinner.text = `Query ${status.QueryId} ${status.Status}: ${status.Message}`;
+      // Without a terminal, a line per state while it waits; the outcome gets its own line below.
+      else if (status.Status !== last && (status.Status === "queued" || status.Status === "running"))
+        process.stderr.write(`- Query ${status.QueryId} ${status.Status}\n`);
+      last = status.Status;
+    });
+    const seconds = ((Date.now() - started) / 1000).toFixed(1);
+    const summary = `Query ${status.QueryId} succeeded: ${status.RowCount ?? "?"} rows, ${bytes(status.Size)} in ${seconds} s`;
+    // At a terminal the spinner turns into a green tick; in a log, a plain one.
+    if (interactive) spinner.succeed(summary);
+    else process.stderr.write(`✔ ${summary}\n`);
+    return status;
+  } catch (error) {
+    spinner.stop();
+    throw error;
+  }
+}
+
+async function writeResult(client: DqsClient, status: QueryStatus, format: Format, output: string | undefined) {
+  if (format === "csv") {
+    const download = await client.queryResult(status.QueryId);
+    // A result worth waiting for gets a progress bar; a small one would only flash it.
+    if (output)
+      await saveDownload(
+        download,
+        output,
+        "Downloading the result",
+        undefined,
+        (download.size ?? Infinity) > 1_000_000,
+      );
+    else await pipeline(nodeStream(download), process.stdout, { end: false });
+    return;
+  }
+  const { columns, rows } = await client.queryRows(status.QueryId);
+  const text =
+    format === "json"
+      ? json(rows)
+      : renderTable(
+          columns.map((c) => c.name),
+          rows,
+        );
+  if (!output) return write(process.stdout, text);
+  const temporary = join(dirname(output), `.${basename(output)}.${randomBytes(4).toString("hex")}.part`);
+  try {
+    await pipeline(Readable.from([text]), createWriteStream(temporary));
+    await rename(temporary, output);
+  } catch (error) {
+    await rm(temporary, { force: true });
+    throw error;
+  }
+}
+
+function renderTable(names: string[], rows: Row[]): string {
+  if (names.length === 0) return "";
+  return table(
+    names,
+    rows.map((row) => Object.values(row).map((value) => (value === null ? "NULL" : value))),
+  );
+}
+
+function describeStatus(status: QueryStatus): string {
+  const t = status.Timings;
+  return details([
+    ["Query", status.QueryId],
+    ["Status", status.Status],
+    ["Message", status.Message],
+    ["SQL", oneLine(status.Sql, 200)],
+    ["Created", status.CreatedAt],
+    ["Updated", status.UpdatedAt],
+    ["Rows", status.RowCount ?? ""],
+    ["Size", status.Size ? `${bytes(status.Size)} (${status.Size} bytes)` : "0"],
+    ["Loaded", status.BytesLoaded === null ? "" : bytes(status.BytesLoaded)],
+    [
+      "Timings",
+      t ? `queue ${t.QueueWaitMs} ms, load ${t.LoadMs} ms, execute ${t.ExecuteMs} ms, write ${t.WriteMs} ms` : "",
+    ],
+    ["Expires", status.ExpiresAt ?? ""],
+  ]);
+}

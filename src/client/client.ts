@@ -1,0 +1,383 @@
+import { DqsApiError, DqsQueryError } from "./errors";
+import { uploadBody, type UploadData, type UploadOptions } from "./multipart";
+import { columnsOf, parseResultCsv, type ResultColumn, type Row } from "./rows";
+import { tokenSetFromWire, type TokenSet } from "./tokens";
+import { Transport, type Download, type TransportOptions } from "./transport";
+import type { DataInfo, DataSchema, DatasetInfo, DatasetSettings, Permission, QueryState, QueryStatus } from "./types";
+
+/** Where the service is, where the tokens live, and (optionally) the fetch to use. */
+export type DqsClientOptions = TransportOptions;
+
+/** A native client's loopback login (RFC 8252): where the service sends the browser back, and the PKCE challenge. */
+export interface LoopbackLogin {
+  redirectUri: string;
+  codeChallenge: string;
+  state?: string;
+}
+
+export interface QueryOptions {
+  /** Seconds to wait for the query to end (default 300); then a DqsQueryError with reason "timeout". */
+  wait?: number;
+  /** Sent as Idempotency-Key; default a new random one, so a retried submit cannot run the query twice. */
+  idempotencyKey?: string;
+  /** Called with each status seen while waiting (for a spinner). */
+  onStatus?: (status: QueryStatus) => void;
+  signal?: AbortSignal;
+}
+
+/** A finished query's result as rows, typed by its result schema. */
+export interface QueryRows {
+  queryId: string;
+  status: QueryStatus;
+  columns: ResultColumn[];
+  rows: Row[];
+}
+
+/** A finished query's result as the CSV byte stream. */
+export interface QueryStream extends Download {
+  queryId: string;
+  status: QueryStatus;
+}
+
+/** One page of the caller's queries. */
+export interface QueryPage {
+  queries: QueryStatus[];
+  nextCursor: string | null;
+}
+
+const FINISHED: ReadonlySet<QueryState> = new Set(["succeeded", "failed", "cancelled"]);
+const DEFAULT_WAIT_SECONDS = 300;
+/** Polling starts fast and backs off: most queries end within a second, long ones need no tight loop. */
+const FIRST_POLL_MS = 200;
+const MAX_POLL_MS = 2000;
+/** The service holds a submit this long for a query that ends at once (Prefer: wait, RFC 7240). */
+const SUBMIT_WAIT_SECONDS = 2;
+
+/**
+ * A typed client of the dqs API (interface v1 and the experimental
+ * endpoints). Runs wherever `fetch` does: Node ≥ 20, browsers, Workers.
+ *
+ * ```ts
+ * const dqs = new DqsClient({ baseUrl: "https://dqs.example.com", tokens: store });
+ * const { rows } = await dqs.query("SELECT * FROM alice.sales.orders LIMIT 10");
+ * ```
+ */
+export class DqsClient {
+  readonly transport: Transport;
+
+  constructor(options: DqsClientOptions) {
+    this.transport = new Transport(options);
+  }
+
+  /** The service's `{base_url}`: the origin with `/v1`. */
+  get baseUrl(): string {
+    return this.transport.apiBase;
+  }
+
+  // --- auth ---------------------------------------------------------------
+
+  /** GET /auth as a URL to open in a browser; with a loopback login, the browser comes back to `redirectUri` with a code. */
+  loginUrl(loopback?: LoopbackLogin): string {
+    return this.transport
+      .url(
+        "/auth",
+        {},
+        loopback && {
+          redirect_uri: loopback.redirectUri,
+          code_challenge: loopback.codeChallenge,
+          code_challenge_method: "S256",
+          state: loopback.state,
+        },
+      )
+      .toString();
+  }
+
+  /** POST /auth/code (experimental): exchanges a loopback login's one-time code for tokens, and stores them. */
+  async exchangeLoginCode(exchange: {
+    code: string;
+    codeVerifier: string;
+    redirectUri: string;
+  }): Promise<{ accountName: string; tokens: TokenSet }> {
+    const { body } = await this.transport.json("post", "/auth/code", {
+      body: { Code: exchange.code, CodeVerifier: exchange.codeVerifier, RedirectUri: exchange.redirectUri },
+      auth: false,
+    });
+    const tokens = tokenSetFromWire(body.Data);
+    await this.transport.store.save(tokens);
+    return { accountName: body.Data.AccountName, tokens };
+  }
+
+  /** POST /auth/token with a refresh token from elsewhere (the tokens page): stores the new tokens. */
+  async loginWithRefreshToken(refreshToken: string): Promise<TokenSet> {
+    const tokens = await this.transport.exchangeRefreshToken(refreshToken);
+    await this.transport.store.save(tokens);
+    return tokens;
+  }
+
+  /** POST /auth/token: renews the stored tokens now. */
+  refresh(): Promise<TokenSet> {
+    return this.transport.refresh();
+  }
+
+  /** The stored tokens, or null when logged out. */
+  tokens(): Promise<TokenSet | null> {
+    return this.transport.tokens();
+  }
+
+  /**
+   * POST /auth/logout (experimental): revokes the session, then forgets the
+   * tokens. A session that has already ended counts as logged out.
+   */
+  async logout(): Promise<void> {
+    try {
+      await this.transport.json("post", "/auth/logout");
+    } catch (error) {
+      if (!(error instanceof DqsApiError && error.code === 401)) throw error;
+    }
+    await this.transport.store.clear();
+  }
+
+  // --- datasets -----------------------------------------------------------
+
+  /** GET /me/datasets: the caller's own datasets. */
+  async myDatasets(): Promise<DatasetInfo[]> {
+    const { body } = await this.transport.json("get", "/me/datasets");
+    return body.Data.DatasetList;
+  }
+
+  /** GET /account/{AccountName}/datasets: that account's datasets the caller may see. */
+  async accountDatasets(accountName: string): Promise<DatasetInfo[]> {
+    const { body } = await this.transport.json("get", "/account/{AccountName}/datasets", {
+      params: { AccountName: accountName },
+    });
+    return body.Data.DatasetList;
+  }
+
+  /** GET /dataset/{AccountName}/{DatasetName}/data: the dataset's data items. */
+  async listData(accountName: string, datasetName: string): Promise<DataInfo[]> {
+    const { body } = await this.transport.json("get", "/dataset/{AccountName}/{DatasetName}/data", {
+      params: { AccountName: accountName, DatasetName: datasetName },
+    });
+    return body.Data.DataList;
+  }
+
+  /** PUT /dataset/{AccountName}/{DatasetName} (experimental): creates the dataset, or applies settings to it. */
+  async createDataset(
+    accountName: string,
+    datasetName: string,
+    settings: DatasetSettings = {},
+  ): Promise<{ created: boolean; message: string }> {
+    const { body, response } = await this.transport.json("put", "/dataset/{AccountName}/{DatasetName}", {
+      params: { AccountName: accountName, DatasetName: datasetName },
+      body: settings,
+    });
+    return { created: response.status === 201, message: body.Status.Message };
+  }
+
+  /** DELETE /dataset/{AccountName}/{DatasetName} (experimental): deletes the dataset and its data. */
+  async deleteDataset(accountName: string, datasetName: string): Promise<string> {
+    const { body } = await this.transport.json("delete", "/dataset/{AccountName}/{DatasetName}", {
+      params: { AccountName: accountName, DatasetName: datasetName },
+    });
+    return body.Status.Message;
+  }
+
+  /** PUT /dataset/{AccountName}/{DatasetName}/grants/{Grantee} (experimental): lets another account read or write. */
+  async grant(accountName: string, datasetName: string, grantee: string, permission: Permission): Promise<string> {
+    const { body } = await this.transport.json("put", "/dataset/{AccountName}/{DatasetName}/grants/{Grantee}", {
+      params: { AccountName: accountName, DatasetName: datasetName, Grantee: grantee },
+      body: { Permission: permission },
+    });
+    return body.Status.Message;
+  }
+
+  /** DELETE /dataset/{AccountName}/{DatasetName}/grants/{Grantee} (experimental): takes the access back. */
+  async revoke(accountName: string, datasetName: string, grantee: string): Promise<string> {
+    const { body } = await this.transport.json("delete", "/dataset/{AccountName}/{DatasetName}/grants/{Grantee}", {
+      params: { AccountName: accountName, DatasetName: datasetName, Grantee: grantee },
+    });
+    return body.Status.Message;
+  }
+
+  // --- data ---------------------------------------------------------------
+
+  /**
+   * POST /data/{AccountName}/{DatasetName}/{DataName}: uploads a CSV file
+   * (gzipped or not), streaming it; returns the service's message. A 401 is
+   * retried after a refresh only when the data can be read again (not a stream).
+   */
+  async upload(
+    accountName: string,
+    datasetName: string,
+    dataName: string,
+    data: UploadData,
+    options: UploadOptions = {},
+  ): Promise<string> {
+    const multipart = uploadBody(data, { ...options, filename: options.filename ?? dataName });
+    const headers: Record<string, string> = { "content-type": multipart.contentType, accept: "application/json" };
+    if (multipart.contentLength !== null) headers["content-length"] = String(multipart.contentLength);
+    const response = await this.transport.fetch({
+      method: "POST",
+      path: "/data/{AccountName}/{DatasetName}/{DataName}",
+      params: { AccountName: accountName, DatasetName: datasetName, DataName: dataName },
+      headers,
+      body: multipart.body,
+      replayable: multipart.replayable,
+    });
+    if (!response.ok) throw await DqsApiError.from(response);
+    const body = (await response.json()) as { Status: { Message: string } };
+    return body.Status.Message;
+  }
+
+  /** DELETE /data/{AccountName}/{DatasetName}/{DataName} (experimental): deletes a data item. */
+  async deleteData(accountName: string, datasetName: string, dataName: string): Promise<string> {
+    const { body } = await this.transport.json("delete", "/data/{AccountName}/{DatasetName}/{DataName}", {
+      params: { AccountName: accountName, DatasetName: datasetName, DataName: dataName },
+    });
+    return body.Status.Message;
+  }
+
+  /** GET /data/…/rawdata: the uploaded bytes, from the signed download URL (fetched without the token). */
+  download(accountName: string, datasetName: string, dataName: string): Promise<Download> {
+    return this.transport.download({
+      method: "GET",
+      path: "/data/{AccountName}/{DatasetName}/{DataName}/rawdata",
+      params: { AccountName: accountName, DatasetName: datasetName, DataName: dataName },
+    });
+  }
+
+  /** GET /data/…/metadata/schema: the data item's DataSchema, parsed. */
+  async dataSchema(accountName: string, datasetName: string, dataName: string): Promise<DataSchema> {
+    const { body } = await this.transport.json("get", "/data/{AccountName}/{DatasetName}/{DataName}/metadata/schema", {
+      params: { AccountName: accountName, DatasetName: datasetName, DataName: dataName },
+    });
+    return JSON.parse(body.Data.Schema) as DataSchema;
+  }
+
+  // --- queries ------------------------------------------------------------
+
+  /** POST /query: submits SQL; the query runs asynchronously. `waitSeconds` (≤ 30) holds the answer until it ends. */
+  async submitQuery(
+    sql: string,
+    options: { idempotencyKey?: string; waitSeconds?: number } = {},
+  ): Promise<{ queryId: string; message: string }> {
+    const headers: Record<string, string> = {};
+    if (options.idempotencyKey) headers["idempotency-key"] = options.idempotencyKey;
+    if (options.waitSeconds) headers.prefer = `wait=${Math.floor(options.waitSeconds)}`;
+    const { body } = await this.transport.json("post", "/query", { body: { Sql: sql }, headers });
+    return { queryId: body.Data.QueryId, message: body.Status.Message };
+  }
+
+  /** GET /query/{QueryId}/status. */
+  async queryStatus(queryId: string): Promise<QueryStatus> {
+    const { body } = await this.transport.json("get", "/query/{QueryId}/status", { params: { QueryId: queryId } });
+    return body.Data;
+  }
+
+  /** POST /query/{QueryId}/cancel (experimental): cancels a queued or running query. */
+  async cancelQuery(queryId: string): Promise<QueryStatus> {
+    const { body } = await this.transport.json("post", "/query/{QueryId}/cancel", { params: { QueryId: queryId } });
+    return body.Data;
+  }
+
+  /** GET /query/{QueryId}/results/rawdata: the result CSV, from the signed download URL. */
+  queryResult(queryId: string): Promise<Download> {
+    return this.transport.download({
+      method: "GET",
+      path: "/query/{QueryId}/results/rawdata",
+      params: { QueryId: queryId },
+    });
+  }
+
+  /** GET /query/{QueryId}/results/metadata/schema: the result's DataSchema, parsed. */
+  async queryResultSchema(queryId: string): Promise<DataSchema> {
+    const { body } = await this.transport.json("get", "/query/{QueryId}/results/metadata/schema", {
+      params: { QueryId: queryId },
+    });
+    return JSON.parse(body.Data.Schema) as DataSchema;
+  }
+
+  /** GET /me/queries (experimental): one page of the caller's queries, newest first. */
+  async listQueries(options: { limit?: number; cursor?: string } = {}): Promise<QueryPage> {
+    const { body } = await this.transport.json("get", "/me/queries", {
+      query: { limit: options.limit, cursor: options.cursor },
+    });
+    return { queries: body.Data.QueryList, nextCursor: body.Data.NextCursor };
+  }
+
+  /**
+   * Polls a query's status, backing off from 200 ms to 2 s, until it ends.
+   * Resolves with the status of a succeeded query; throws DqsQueryError when
+   * it failed or was cancelled, or when `wait` seconds pass first.
+   */
+  async waitForQuery(queryId: string, options: Omit<QueryOptions, "idempotencyKey"> = {}): Promise<QueryStatus> {
+    const deadline = Date.now() + (options.wait ?? DEFAULT_WAIT_SECONDS) * 1000;
+    let delay = FIRST_POLL_MS;
+    for (;;) {
+      const status = await this.queryStatus(queryId);
+      options.onStatus?.(status);
+      if (FINISHED.has(status.Status)) return settled(status);
+      const left = deadline - Date.now();
+      if (left <= 0)
+        throw new DqsQueryError(
+          "timeout",
+          status,
+          `Query ${queryId} is still ${status.Status} after ${options.wait ?? DEFAULT_WAIT_SECONDS} s; ask again with its id.`,
+        );
+      await sleep(Math.min(delay, left), options.signal);
+      delay = Math.min(delay * 1.5, MAX_POLL_MS);
+    }
+  }
+
+  /**
+   * Runs SQL to the end: submits it, waits with backoff, and returns the
+   * result as typed rows (default) or, with `as: "stream"`, as the CSV stream.
+   */
+  query(sql: string, options?: QueryOptions & { as?: "rows" }): Promise<QueryRows>;
+  query(sql: string, options: QueryOptions & { as: "stream" }): Promise<QueryStream>;
+  async query(sql: string, options: QueryOptions & { as?: "rows" | "stream" } = {}): Promise<QueryRows | QueryStream> {
+    const status = await this.runQuery(sql, options);
+    const queryId = status.QueryId;
+    if (options.as === "stream") return { ...(await this.queryResult(queryId)), queryId, status };
+    return { ...(await this.queryRows(queryId)), status };
+  }
+
+  /** A succeeded query's result as rows typed by its result schema (the whole result is read into memory). */
+  async queryRows(queryId: string): Promise<{ queryId: string; columns: ResultColumn[]; rows: Row[] }> {
+    const [schema, result] = await Promise.all([this.queryResultSchema(queryId), this.queryResult(queryId)]);
+    const columns = columnsOf(schema);
+    const { rows } = parseResultCsv(await new Response(result.body).text(), columns);
+    return { queryId, columns, rows };
+  }
+
+  /** Submits SQL and waits until the query has succeeded; returns its final status (see waitForQuery). */
+  async runQuery(sql: string, options: QueryOptions = {}): Promise<QueryStatus> {
+    const wait = options.wait ?? DEFAULT_WAIT_SECONDS;
+    const { queryId } = await this.submitQuery(sql, {
+      idempotencyKey: options.idempotencyKey ?? crypto.randomUUID(),
+      waitSeconds: Math.min(SUBMIT_WAIT_SECONDS, Math.floor(wait)),
+    });
+    return this.waitForQuery(queryId, { ...options, wait });
+  }
+}
+
+function settled(status: QueryStatus): QueryStatus {
+  if (status.Status === "succeeded") return status;
+  const reason = status.Status === "failed" ? "failed" : "cancelled";
+  throw new DqsQueryError(reason, status, `Query ${status.QueryId} ${status.Status}: ${status.Message}`);
+}
+
+function sleep(ms: number, signal?: AbortSignal): Promise<void> {
+  return new Promise((resolve, reject) => {
+    if (signal?.aborted) return reject(signal.reason);
+    const timer = setTimeout(() => {
+      signal?.removeEventListener("abort", abort);
+      resolve();
+    }, ms);
+    const abort = () => {
+      clearTimeout(timer);
+      reject(signal?.reason);
+    };
+    signal?.addEventListener("abort", abort, { once: true });
+  });
+}

@@ -1,0 +1,65 @@
+import type { QueryStatus } from "./types";
+
+/**
+ * An error answer of the service: `code` and `message` are the envelope's
+ * Status.Code and Status.Message (interface §7), which equal the HTTP status
+ * and say what to do. `requestId` is the X-Request-Id the service logged it
+ * under; `retryAfter` the seconds of a 429's Retry-After.
+ */
+export class DqsApiError extends Error {
+  override name = "DqsApiError";
+
+  constructor(
+    readonly code: number,
+    message: string,
+    readonly requestId: string | null = null,
+    readonly retryAfter: number | null = null,
+  ) {
+    super(message);
+  }
+
+  /** Builds the error from a response that is not a success, reading the envelope when there is one. */
+  static async from(response: Response): Promise<DqsApiError> {
+    const requestId = response.headers.get("x-request-id");
+    const retry = Number(response.headers.get("retry-after"));
+    const retryAfter = Number.isFinite(retry) && retry > 0 ? retry : null;
+    const text = await response.text().catch(() => "");
+    let message = `HTTP ${response.status} ${response.statusText}`.trim();
+    let code = response.status;
+    try {
+      const body = JSON.parse(text) as { Status?: { Code?: unknown; Message?: unknown } };
+      if (typeof body.Status?.Message === "string") message = body.Status.Message;
+      if (typeof body.Status?.Code === "number") code = body.Status.Code;
+    } catch {
+      // Not the envelope (a proxy in between, say): keep the HTTP status line and the start of the text.
+      if (text.trim() !== "") message = `${message}: ${text.trim().slice(0, 200)}`;
+    }
+    return new DqsApiError(code, message, requestId, retryAfter);
+  }
+}
+
+/** Thrown by a call that needs tokens when the store has none. */
+export class NotLoggedInError extends DqsApiError {
+  override name = "NotLoggedInError";
+
+  constructor(message = "Not logged in: there are no tokens to call the service with.") {
+    super(401, message);
+  }
+}
+
+/** A query that failed, was cancelled, or did not end within the time the caller would wait. */
+export class DqsQueryError extends Error {
+  override name = "DqsQueryError";
+
+  constructor(
+    readonly reason: "failed" | "cancelled" | "timeout",
+    readonly query: QueryStatus,
+    message: string,
+  ) {
+    super(message);
+  }
+
+  get queryId(): string {
+    return this.query.QueryId;
+  }
+}

@@ -1,0 +1,110 @@
+import { beforeAll, describe, expect, it } from "vitest";
+import { DqsApiError, DqsQueryError, type DqsClient, type QueryStatus } from "../../src/client";
+import { loggedInClient } from "./support";
+
+const CSV = 'id,name,amount,ok\n1,"Smith, J",10.5,true\n2,,3,false\n';
+
+let client: DqsClient;
+let table: string;
+
+beforeAll(async () => {
+  const loggedIn = await loggedInClient("sdk-q");
+  client = loggedIn.client;
+  await client.createDataset(loggedIn.account, "d");
+  await client.upload(loggedIn.account, "d", "orders.csv", CSV);
+  table = `\`${loggedIn.account}.d.orders.csv\``;
+});
+
+describe("query()", () => {
+  it("should submit, wait, and return rows typed by the result schema", async () => {
+    const seen: string[] = [];
+
+    const result = await client.query(
+      `SELECT id, name, amount, ok, NULL AS missing, 9007199254740993 AS big FROM ${table} ORDER BY id`,
+      { wait: 60, onStatus: (status) => seen.push(status.Status) },
+    );
+
+    expect(result.status.Status).toBe("succeeded");
+    expect(seen.at(-1)).toBe("succeeded");
+    expect(result.columns.map((c) => [c.name, c.type])).toEqual([
+      ["id", "INTEGER"],
+      ["name", "STRING"],
+      ["amount", "DOUBLE"],
+      ["ok", "INTEGER"],
+      ["missing", "STRING"],
+      ["big", "INTEGER"],
+    ]);
+    expect(result.rows).toEqual([
+      { id: 1, name: "Smith, J", amount: 10.5, ok: 1, missing: null, big: 9007199254740993n },
+      { id: 2, name: null, amount: 3, ok: 0, missing: null, big: 9007199254740993n },
+    ]);
+  });
+
+  it("should return the result CSV as a stream", async () => {
+    const result = await client.query(`SELECT name, amount FROM ${table} WHERE id = 1`, { as: "stream" });
+
+    expect(await new Response(result.body).text()).toBe('name,amount\n"Smith, J",10.5\n');
+    expect(result.size).toBe(result.status.Size);
+  });
+
+  it("should throw a DqsQueryError with the reason when the query fails", async () => {
+    const error = (await client.query(`DELETE FROM ${table}`).catch((e: unknown) => e)) as DqsQueryError;
+
+    expect(error).toBeInstanceOf(DqsQueryError);
+    expect(error.reason).toBe("failed");
+    expect(error.query.Status).toBe("failed");
+    expect(error.message).toContain(error.query.Message);
+    await expect(client.queryResult(error.queryId)).rejects.toMatchObject({ code: 400 });
+  });
+
+  it("should refuse to cancel a query that has ended, with the service's message", async () => {
+    const { status } = await client.query("SELECT 1 AS one");
+
+    const error = await client.cancelQuery(status.QueryId).catch((e: unknown) => e);
+
+    expect(error).toBeInstanceOf(DqsApiError);
+    expect(error).toMatchObject({ code: 400, message: expect.stringContaining("already ended (succeeded)") });
+  });
+});
+
+describe("the query endpoints one by one", () => {
+  it("should return the same query for a repeated Idempotency-Key", async () => {
+    const key = crypto.randomUUID();
+
+    const first = await client.submitQuery("SELECT 1 AS one", { idempotencyKey: key });
+    const again = await client.submitQuery("SELECT 1 AS one", { idempotencyKey: key });
+
+    expect(again.queryId).toBe(first.queryId);
+    await expect(client.submitQuery("SELECT 2", { idempotencyKey: key })).rejects.toBeInstanceOf(DqsApiError);
+  });
+
+  it("should report status, result schema and the caller's query list", async () => {
+    const { queryId } = await client.submitQuery(`SELECT count(*) AS n FROM ${table}`, { waitSeconds: 20 });
+    const status: QueryStatus = await client.waitForQuery(queryId);
+
+    expect(await client.queryStatus(queryId)).toEqual(status);
+    expect(status).toMatchObject({ QueryId: queryId, Status: "succeeded", RowCount: 1, Size: 4 });
+    const schema = await client.queryResultSchema(queryId);
+    expect(schema.TableDefinition?.Columns).toEqual([
+      expect.objectContaining({ Name: "n", DataType: expect.objectContaining({ DataType: "INTEGER" }) }),
+    ]);
+    const page = await client.listQueries({ limit: 100 });
+    expect(page.queries.map((q) => q.QueryId)).toContain(queryId);
+  });
+
+  it("should page through the query list with the cursor", async () => {
+    const first = await client.listQueries({ limit: 1 });
+
+    expect(first.queries).toHaveLength(1);
+    expect(first.nextCursor).toEqual(expect.any(String));
+    const second = await client.listQueries({ limit: 1, cursor: first.nextCursor! });
+    expect(second.queries[0]?.QueryId).not.toBe(first.queries[0]?.QueryId);
+  });
+
+  it("should answer 404 for another user's query", async () => {
+    const other = await loggedInClient("sdk-q-other");
+    const { queryId } = await client.submitQuery("SELECT 1");
+
+    await expect(other.client.queryStatus(queryId)).rejects.toMatchObject({ code: 404 });
+  });
+});
