@@ -27,7 +27,7 @@ async function envelope(response: Response) {
 
 beforeAll(async () => {
   server = await startWranglerDev();
-  token = await httpLogin(server.url, "e2e-carol");
+  token = (await httpLogin(server.url, "e2e-carol")).accessToken;
 }, 180_000);
 
 afterAll(async () => {

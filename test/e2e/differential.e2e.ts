@@ -138,7 +138,7 @@ beforeAll(async () => {
   writeFileSync(join(work, "facts.csv"), facts);
   writeFileSync(join(work, "dims.csv"), DIMS);
   server = await startWranglerDev();
-  token = await httpLogin(server.url, ACCOUNT);
+  token = (await httpLogin(server.url, ACCOUNT)).accessToken;
   const headers = { authorization: `Bearer ${token}` };
   await fetch(`${server.url}/v1/dataset/${ACCOUNT}/diff`, { method: "PUT", headers });
   for (const [name, body] of [

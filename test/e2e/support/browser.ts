@@ -1,5 +1,5 @@
 import { existsSync } from "node:fs";
-import { chromium, type Browser } from "playwright-core";
+import { chromium, type Browser, type Page } from "playwright-core";
 
 const CHROMIUM = process.env.CHROMIUM_PATH ?? "/usr/bin/chromium";
 
@@ -22,6 +22,17 @@ export function launchBrowser(): Promise<Browser> {
   });
 }
 
+/** On the development provider's page: signs in as `username` and accepts the terms if they are asked for. */
+export async function signInOnPage(page: Page, username: string): Promise<void> {
+  await page.fill('input[name="username"]', username);
+  await page.click('button[type="submit"]');
+  await page.waitForLoadState();
+  if (await page.locator("#terms-version").count()) {
+    await page.click('button[name="accept"]');
+    await page.waitForLoadState();
+  }
+}
+
 /** Logs in through the real pages (development provider, terms, tokens page) and returns the tokens shown. */
 export async function browserLogin(
   browser: Browser,
@@ -32,13 +43,7 @@ export async function browserLogin(
   try {
     const page = await context.newPage();
     await page.goto(`${baseUrl}/v1/auth`);
-    await page.fill('input[name="username"]', username);
-    await page.click('button[type="submit"]');
-    await page.waitForLoadState();
-    if (await page.locator("#terms-version").count()) {
-      await page.click('button[name="accept"]');
-      await page.waitForLoadState();
-    }
+    await signInOnPage(page, username);
     return {
       accountName: (await page.textContent("#account-name")) ?? "",
       accessToken: await page.inputValue("#access-token"),

@@ -1,5 +1,8 @@
-/** Logs in through the development provider over plain HTTP, as `curl` with a cookie jar would; returns the access token. */
-export async function httpLogin(baseUrl: string, username: string): Promise<string> {
+/** Logs in through the development provider over plain HTTP, as `curl` with a cookie jar would; returns the tokens. */
+export async function httpLogin(
+  baseUrl: string,
+  username: string,
+): Promise<{ accessToken: string; refreshToken: string }> {
   const cookies = new Map<string, string>();
   const remember = (response: Response) => {
     for (const line of response.headers.getSetCookie()) {
@@ -37,6 +40,6 @@ export async function httpLogin(baseUrl: string, username: string): Promise<stri
     });
   }
   if (tokens.status !== 200) throw new Error(`login failed: ${tokens.status} ${await tokens.text()}`);
-  const body = (await tokens.json()) as { Data: { AccessToken: string } };
-  return body.Data.AccessToken;
+  const body = (await tokens.json()) as { Data: { AccessToken: string; RefreshToken: string } };
+  return { accessToken: body.Data.AccessToken, refreshToken: body.Data.RefreshToken };
 }
