@@ -2,15 +2,18 @@
 export const PART_SIZE = 8 * 1024 * 1024;
 
 /**
- * Writes an object of unknown length to R2 while it streams in, holding at
- * most one part in memory: small objects go up in one put, large ones as a
- * multipart upload. Nothing is visible under the key until `finish`.
+ * Writes an object of unknown length to R2 while it streams in: small
+ * objects go up in one put, large ones as a multipart upload. One part is
+ * stored while the next one fills, so the stream keeps flowing during R2's
+ * round trips; at most two parts are held in memory. Nothing is visible
+ * under the key until `finish`.
  */
 export class R2StreamWriter {
   private buffer = new Uint8Array(PART_SIZE);
   private filled = 0;
   private upload: R2MultipartUpload | null = null;
   private parts: R2UploadedPart[] = [];
+  private inFlight: Promise<void> | null = null;
   private written = 0;
 
   /** `options` is asked for when the first byte goes to R2, so it may depend on what the stream began with. */
@@ -25,7 +28,7 @@ export class R2StreamWriter {
     return this.written;
   }
 
-  /** Appends bytes; resolves once they are buffered or uploaded (backpressure for the caller). */
+  /** Appends bytes; resolves once they are buffered (waiting while two parts are taken: backpressure for the caller). */
   async write(chunk: Uint8Array): Promise<void> {
     this.written += chunk.byteLength;
     let offset = 0;
@@ -34,17 +37,22 @@ export class R2StreamWriter {
       this.buffer.set(chunk.subarray(offset, offset + take), this.filled);
       this.filled += take;
       offset += take;
-      if (this.filled === PART_SIZE) await this.flushPart();
+      if (this.filled === PART_SIZE) await this.sendPart(true);
     }
   }
 
-  private async flushPart(): Promise<void> {
+  /** Starts storing the buffer as the next part, after the previous part is stored; a fresh buffer takes what follows. */
+  private async sendPart(more: boolean): Promise<void> {
+    await this.inFlight;
     this.upload ??= await this.bucket.createMultipartUpload(this.key, this.options());
-    // A fresh buffer for what follows; the full one belongs to R2 until the part is stored.
+    const upload = this.upload;
     const full = this.filled === PART_SIZE ? this.buffer : this.buffer.subarray(0, this.filled);
-    this.buffer = new Uint8Array(PART_SIZE);
+    const number = this.parts.length + 1;
+    this.buffer = more ? new Uint8Array(PART_SIZE) : new Uint8Array(0);
     this.filled = 0;
-    this.parts.push(await this.upload.uploadPart(this.parts.length + 1, full));
+    this.inFlight = upload.uploadPart(number, full).then((part) => {
+      this.parts.push(part);
+    });
   }
 
   /** Completes the object. */
@@ -52,7 +60,8 @@ export class R2StreamWriter {
     if (!this.upload) {
       await this.bucket.put(this.key, this.buffer.subarray(0, this.filled), this.options());
     } else {
-      if (this.filled > 0) await this.flushPart();
+      if (this.filled > 0) await this.sendPart(false);
+      await this.inFlight;
       await this.upload.complete(this.parts);
     }
     this.buffer = new Uint8Array(0);
@@ -61,6 +70,7 @@ export class R2StreamWriter {
   /** Gives up: aborts a multipart upload so no parts linger. */
   async abort(): Promise<void> {
     this.buffer = new Uint8Array(0);
+    await this.inFlight?.catch(() => undefined);
     if (this.upload) await this.upload.abort().catch(() => undefined);
   }
 }
