@@ -16,7 +16,7 @@ import {
 } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
-import { freePort } from "../test/e2e/support/wrangler-dev.ts";
+import { applyLocalMigrations, freePort, wranglerDevArgs } from "../test/e2e/support/wrangler-dev.ts";
 
 export const ROOT = resolve(import.meta.dirname, "..");
 
@@ -88,34 +88,18 @@ export async function startWranglerDev(vars: Record<string, string> = {}): Promi
   const state = join(snapshot, ".bench-state");
   const wrangler = join(snapshot, "node_modules/.bin/wrangler");
   const env = wranglerEnv(snapshot);
-  const migrate = spawnSync(wrangler, ["d1", "migrations", "apply", "DB", "--local", "--persist-to", state], {
-    cwd: snapshot,
-    env,
-    encoding: "utf8",
-  });
-  if (migrate.status !== 0) {
+  try {
+    applyLocalMigrations(wrangler, snapshot, state, env);
+  } catch (error) {
     rmSync(snapshot, { recursive: true, force: true });
-    throw new Error(`migrations failed:\n${migrate.stdout}\n${migrate.stderr}`);
+    throw error;
   }
 
   const port = await freePort();
   const inspectorPort = await freePort();
-  const varArgs = Object.entries({ ENVIRONMENT: "development", ...vars }).flatMap(([k, v]) => ["--var", `${k}:${v}`]);
   const child: ChildProcess = spawn(
     wrangler,
-    [
-      "dev",
-      "--ip",
-      "127.0.0.1",
-      "--port",
-      String(port),
-      "--persist-to",
-      state,
-      "--inspector-port",
-      String(inspectorPort),
-      "--show-interactive-dev-session=false",
-      ...varArgs,
-    ],
+    wranglerDevArgs({ port, state, vars, extra: ["--inspector-port", String(inspectorPort)] }),
     { cwd: snapshot, env, stdio: ["ignore", "pipe", "pipe"], detached: true },
   );
   if (child.pid) started.add(child.pid);

@@ -1,6 +1,7 @@
 import { createHash } from "node:crypto";
 import type { Config } from "../config";
 import { ingestCsv, type IngestResult } from "../ingest/csv-ingest";
+import { startsLikeGzip } from "../ingest/upload-bytes";
 import {
   completeSchema,
   parseForceGenerate,
@@ -21,7 +22,6 @@ import { commitDataItemVersion, ORPHAN_GRACE_SECONDS } from "./datasets";
 
 /** An upload that dies with its Worker is swept after this long. */
 const UPLOAD_ABANDONED_AFTER_SECONDS = 24 * 3600;
-const GZIP_MAGIC = [0x1f, 0x8b] as const;
 
 export type UploadOutcome =
   | { ok: true; rowCount: number; size: number; columns: number; deliveryType: "RAW" | "GZIP" }
@@ -85,7 +85,7 @@ export async function uploadDataItem(
         const head: number[] = [];
         let size = 0;
         writer = new R2StreamWriter(deps.bucket, key, () => ({
-          httpMetadata: { contentType: isGzip(head) ? "application/gzip" : "text/csv; charset=utf-8" },
+          httpMetadata: { contentType: startsLikeGzip(head) ? "application/gzip" : "text/csv; charset=utf-8" },
         }));
         try {
           for await (const chunk of file.stream) {
@@ -143,8 +143,4 @@ export async function uploadDataItem(
     columns: ingest.columns.length,
     deliveryType: ingest.deliveryType,
   };
-}
-
-function isGzip(head: number[]): boolean {
-  return head[0] === GZIP_MAGIC[0] && head[1] === GZIP_MAGIC[1];
 }

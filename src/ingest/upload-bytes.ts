@@ -58,8 +58,12 @@ export async function openUploadBytes(stream: ReadableStream<Uint8Array>, copy?:
   source.unread(head);
   const first = head[0];
   const second = first && first.length > 1 ? first[1] : head[1]?.[0];
-  const isGzip = first?.[0] === GZIP_MAGIC[0] && second === GZIP_MAGIC[1];
-  return isGzip ? openGzip(source) : openRaw(source);
+  return startsLikeGzip([first?.[0], second]) ? openGzip(source) : openRaw(source);
+}
+
+/** Whether a file's first two bytes are gzip's magic number (DECISIONS §5: by content, not name). */
+export function startsLikeGzip(firstTwo: ArrayLike<number | undefined>): boolean {
+  return firstTwo[0] === GZIP_MAGIC[0] && firstTwo[1] === GZIP_MAGIC[1];
 }
 
 /** The upload stream's reader, with the sniffed chunks put back in front and empty chunks skipped. */

@@ -15,6 +15,41 @@ export interface DevServer {
   stop(): Promise<void>;
 }
 
+/** Applies the D1 migrations to the local state in `state`, as `npm run dev` does; throws with wrangler's output. */
+export function applyLocalMigrations(wrangler: string, cwd: string, state: string, env: NodeJS.ProcessEnv): void {
+  const migrate = spawnSync(wrangler, ["d1", "migrations", "apply", "DB", "--local", "--persist-to", state], {
+    cwd,
+    env,
+    encoding: "utf8",
+  });
+  if (migrate.status !== 0) throw new Error(`migrations failed:\n${migrate.stdout}\n${migrate.stderr}`);
+}
+
+/** The `wrangler dev` arguments of a local run in development mode on 127.0.0.1, with extra vars and flags. */
+export function wranglerDevArgs(options: {
+  port: number;
+  state: string;
+  vars?: Record<string, string>;
+  extra?: string[];
+}): string[] {
+  const vars = Object.entries({ ENVIRONMENT: "development", ...options.vars }).flatMap(([k, v]) => [
+    "--var",
+    `${k}:${v}`,
+  ]);
+  return [
+    "dev",
+    "--ip",
+    "127.0.0.1",
+    "--port",
+    String(options.port),
+    "--persist-to",
+    options.state,
+    "--show-interactive-dev-session=false",
+    ...(options.extra ?? []),
+    ...vars,
+  ];
+}
+
 /** A TCP port on 127.0.0.1 that nothing listens on right now. */
 export async function freePort(): Promise<number> {
   return new Promise((done, fail) => {
@@ -33,30 +68,14 @@ export async function freePort(): Promise<number> {
  */
 export async function startWranglerDev(vars: Record<string, string> = {}): Promise<DevServer> {
   const state = mkdtempSync(join(tmpdir(), "dqs-e2e-"));
-  const migrate = spawnSync(WRANGLER, ["d1", "migrations", "apply", "DB", "--local", "--persist-to", state], {
+  applyLocalMigrations(WRANGLER, ROOT, state, QUIET_ENV);
+  const port = await freePort();
+  const child: ChildProcess = spawn(WRANGLER, wranglerDevArgs({ port, state, vars }), {
     cwd: ROOT,
     env: QUIET_ENV,
-    encoding: "utf8",
+    stdio: ["ignore", "pipe", "pipe"],
+    detached: true,
   });
-  if (migrate.status !== 0) throw new Error(`migrations failed:\n${migrate.stdout}\n${migrate.stderr}`);
-
-  const port = await freePort();
-  const varArgs = Object.entries({ ENVIRONMENT: "development", ...vars }).flatMap(([k, v]) => ["--var", `${k}:${v}`]);
-  const child: ChildProcess = spawn(
-    WRANGLER,
-    [
-      "dev",
-      "--ip",
-      "127.0.0.1",
-      "--port",
-      String(port),
-      "--persist-to",
-      state,
-      "--show-interactive-dev-session=false",
-      ...varArgs,
-    ],
-    { cwd: ROOT, env: QUIET_ENV, stdio: ["ignore", "pipe", "pipe"], detached: true },
-  );
   let log = "";
   child.stdout?.on("data", (chunk: Buffer) => (log += chunk.toString()));
   child.stderr?.on("data", (chunk: Buffer) => (log += chunk.toString()));
