@@ -84,6 +84,13 @@ export function readConfig(env: Env, requestUrl: string): Config {
   };
 }
 
+/** Whether uploads (and the cron) ask the queue to build column images (COLUMN_IMAGES = "build" | "off"). */
+export function columnImagesEnabled(env: Env): boolean {
+  const value = env.COLUMN_IMAGES || "build";
+  if (value !== "build" && value !== "off") throw new ConfigError(`COLUMN_IMAGES must be "build" or "off"`);
+  return value === "build";
+}
+
 /** The query limits alone, for the queue consumer, which has no request. */
 export function readQueryLimits(env: Env): QueryLimits {
   return {

@@ -1,7 +1,6 @@
 import { createApp } from "./http/app";
 import { runMaintenance } from "./maintenance/scheduled";
-import { consumeDeadQueries, consumeQueries } from "./query/consumer";
-import type { QueryMessage } from "./query/queries";
+import { consumeDeadQueries, consumeQueries, type WorkMessage } from "./query/consumer";
 
 export { QueryState } from "./query/query-state";
 
@@ -13,4 +12,4 @@ export default {
   queue: (batch, env) =>
     DEAD_LETTER_QUEUE.test(batch.queue) ? consumeDeadQueries(batch, env) : consumeQueries(batch, env),
   scheduled: (_controller, env, ctx) => ctx.waitUntil(runMaintenance(env)),
-} satisfies ExportedHandler<Env, QueryMessage>;
+} satisfies ExportedHandler<Env, WorkMessage>;

@@ -26,6 +26,9 @@ export default defineConfig(async () => {
                   PUBLIC_URL: "http://dqs.test",
                   SIGNING_KEYS: signingKeys,
                   OIDC_CLIENT_SECRET: "",
+                  // Uploads do not ask the local queue for column images, whose consumer would build them while a
+                  // test looks; tests that want images turn this on with a queue they control (test/support/query.ts).
+                  COLUMN_IMAGES: "off",
                 },
               },
             }),

@@ -30,6 +30,8 @@ export interface DataItemRecord {
   deliveryType: "RAW" | "GZIP";
   contentHash: string;
   uploadedAt: string;
+  /** The query-ready column images of this version (JSON, see query/engine/column-images.ts); null until built. */
+  columnImages: string | null;
 }
 
 /**
@@ -100,7 +102,8 @@ export async function findDataItem(db: D1Database, datasetId: string, name: stri
   return db
     .prepare(
       `SELECT id, dataset_id AS datasetId, name, version, object_key AS objectKey, size, row_count AS rowCount,
-              schema, delivery_type AS deliveryType, content_hash AS contentHash, uploaded_at AS uploadedAt
+              schema, delivery_type AS deliveryType, content_hash AS contentHash, uploaded_at AS uploadedAt,
+              column_images AS columnImages
        FROM data_items WHERE dataset_id = ? AND name = ?`,
     )
     .bind(datasetId, name)

@@ -49,6 +49,13 @@ export async function deleteDataset(db: D1Database, dataset: DatasetRecord, dele
          SELECT object_key, 'dataset deleted', ? FROM data_items WHERE dataset_id = ?`,
       )
       .bind(deleteAfter, dataset.id),
+    db
+      .prepare(
+        `INSERT OR IGNORE INTO orphan_objects (object_key, reason, delete_after)
+         SELECT json_extract(j.value, '$.key'), 'dataset deleted', ?
+         FROM data_items, json_each(data_items.column_images, '$.columns') AS j WHERE dataset_id = ?`,
+      )
+      .bind(deleteAfter, dataset.id),
     db.prepare("DELETE FROM data_items WHERE dataset_id = ?").bind(dataset.id),
     db.prepare("DELETE FROM grants WHERE dataset_id = ?").bind(dataset.id),
     db.prepare("DELETE FROM datasets WHERE id = ?").bind(dataset.id),
@@ -103,11 +110,18 @@ export async function deleteDataItem(
   name: string,
   deleteAfter: string,
 ): Promise<boolean> {
-  const [, deleted] = await db.batch([
+  const [, , deleted] = await db.batch([
     db
       .prepare(
         `INSERT OR IGNORE INTO orphan_objects (object_key, reason, delete_after)
          SELECT object_key, 'data item deleted', ? FROM data_items WHERE dataset_id = ? AND name = ?`,
+      )
+      .bind(deleteAfter, datasetId, name),
+    db
+      .prepare(
+        `INSERT OR IGNORE INTO orphan_objects (object_key, reason, delete_after)
+         SELECT json_extract(j.value, '$.key'), 'data item deleted', ?
+         FROM data_items, json_each(data_items.column_images, '$.columns') AS j WHERE dataset_id = ? AND name = ?`,
       )
       .bind(deleteAfter, datasetId, name),
     db.prepare("DELETE FROM data_items WHERE dataset_id = ? AND name = ?").bind(datasetId, name),
@@ -116,7 +130,7 @@ export async function deleteDataItem(
 }
 
 /** An upload's version as it becomes the data item's current one. */
-export type NewVersion = Omit<DataItemRecord, "id" | "uploadedAt"> & { uploadedBy: string };
+export type NewVersion = Omit<DataItemRecord, "id" | "uploadedAt" | "columnImages"> & { uploadedBy: string };
 
 /**
  * Makes a fully stored, valid upload the data item's current version, in one
@@ -138,13 +152,20 @@ export async function commitDataItemVersion(
       .bind(replacedDeleteAfter, version.datasetId, version.name),
     db
       .prepare(
+        `INSERT OR IGNORE INTO orphan_objects (object_key, reason, delete_after)
+         SELECT json_extract(j.value, '$.key'), 'replaced by a new version', ?
+         FROM data_items, json_each(data_items.column_images, '$.columns') AS j WHERE dataset_id = ? AND name = ?`,
+      )
+      .bind(replacedDeleteAfter, version.datasetId, version.name),
+    db
+      .prepare(
         `INSERT INTO data_items (id, dataset_id, name, version, object_key, size, row_count, schema, delivery_type,
                                  content_hash, uploaded_by, uploaded_at, created_at)
          VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
          ON CONFLICT (dataset_id, name) DO UPDATE SET version = excluded.version, object_key = excluded.object_key,
            size = excluded.size, row_count = excluded.row_count, schema = excluded.schema,
            delivery_type = excluded.delivery_type, content_hash = excluded.content_hash,
-           uploaded_by = excluded.uploaded_by, uploaded_at = excluded.uploaded_at`,
+           uploaded_by = excluded.uploaded_by, uploaded_at = excluded.uploaded_at, column_images = NULL`,
       )
       .bind(
         randomToken(16),
@@ -164,4 +185,32 @@ export async function commitDataItemVersion(
     db.prepare("DELETE FROM orphan_objects WHERE object_key = ?").bind(version.objectKey),
     db.prepare("UPDATE datasets SET updated_at = ? WHERE id = ?").bind(now, version.datasetId),
   ]);
+}
+
+/**
+ * Records the column images built for one version of a data item, if that
+ * version is still the current one, and takes their keys off the orphan
+ * list in the same transaction. False when the version was replaced or
+ * deleted meanwhile: the images belong to nothing and the caller removes them.
+ */
+export async function recordColumnImages(
+  db: D1Database,
+  item: { datasetId: string; name: string; version: string },
+  images: string,
+  keys: string[],
+): Promise<boolean> {
+  const current = `SELECT 1 FROM data_items WHERE dataset_id = ? AND name = ? AND version = ? AND column_images = ?`;
+  const [updated] = await db.batch([
+    db
+      .prepare(
+        "UPDATE data_items SET column_images = ? WHERE dataset_id = ? AND name = ? AND version = ? AND column_images IS NULL",
+      )
+      .bind(images, item.datasetId, item.name, item.version),
+    ...keys.map((key) =>
+      db
+        .prepare(`DELETE FROM orphan_objects WHERE object_key = ? AND EXISTS (${current})`)
+        .bind(key, item.datasetId, item.name, item.version, images),
+    ),
+  ]);
+  return updated?.meta.changes === 1;
 }

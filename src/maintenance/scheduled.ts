@@ -1,11 +1,17 @@
+import { requestMissingImages } from "../query/prepare-item";
 import { purgeExpiredResults } from "../query/retention";
 import { sweepOrphans } from "../storage/orphans";
 import { isoSeconds, nowSeconds } from "../util/time";
 
 /** At most this many batches per run; what is left waits for the next run. */
 const MAX_BATCHES = 20;
+/** A version still without column images this long after its upload is asked for again (its message was lost, or it predates them). */
+const IMAGES_OVERDUE_SECONDS = 600;
 
-/** The cron's work: delete R2 objects nothing points to any more, expired query results, and D1 rows whose time is over. */
+/**
+ * The cron's work: delete R2 objects nothing points to any more, expired query
+ * results, and D1 rows whose time is over; ask again for overdue column images.
+ */
 export async function runMaintenance(env: Env): Promise<void> {
   const now = isoSeconds(nowSeconds());
   let removed = 0;
@@ -23,7 +29,14 @@ export async function runMaintenance(env: Env): Promise<void> {
   ]);
   const rows = expired.reduce((sum, result) => sum + result.meta.changes, 0);
   const results = await purgeExpiredResults(env);
+  const imagesRequested = await requestMissingImages(env, isoSeconds(nowSeconds() - IMAGES_OVERDUE_SECONDS));
   console.log(
-    JSON.stringify({ maintenance: "sweep", objectsRemoved: removed, expiredRowsRemoved: rows, resultsPurged: results }),
+    JSON.stringify({
+      maintenance: "sweep",
+      objectsRemoved: removed,
+      expiredRowsRemoved: rows,
+      resultsPurged: results,
+      imagesRequested,
+    }),
   );
 }

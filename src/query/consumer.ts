@@ -1,6 +1,14 @@
-import { readQueryLimits } from "../config";
+import { readQueryLimits, type QueryLimits } from "../config";
 import { executeQuery } from "./execute";
+import { prepareColumnImages, type PrepareMessage } from "./prepare-item";
 import { queryStub, type QueryMessage } from "./queries";
+
+/** What the queue carries: a query to run, or a data item version whose column images to build. */
+export type WorkMessage = QueryMessage | PrepareMessage;
+
+function isPrepare(body: WorkMessage): body is PrepareMessage {
+  return "prepare" in body;
+}
 
 /** Delay before retry n (1-based): 5 s, 20 s, 80 s … capped at 5 minutes. */
 function backoffSeconds(attempts: number): number {
@@ -15,55 +23,92 @@ function backoffSeconds(attempts: number): number {
  * retries the message with backoff; after the last retry the dead-letter
  * consumer fails it.
  */
-export async function consumeQueries(batch: MessageBatch<QueryMessage>, env: Env): Promise<void> {
+export async function consumeQueries(batch: MessageBatch<WorkMessage>, env: Env): Promise<void> {
   const limits = readQueryLimits(env);
   for (const message of batch.messages) {
-    const stub = queryStub(env, message.body.queryId);
-    let claim;
-    try {
-      claim = await stub.claim(limits.timeLimitMs);
-    } catch (error) {
-      logError(message.body.queryId, "claim", error);
-      message.retry({ delaySeconds: backoffSeconds(message.attempts) });
+    if (isPrepare(message.body)) {
+      await consumePrepare(message as Message<PrepareMessage>, env, limits.memoryBudgetBytes);
       continue;
     }
-    if (!claim.ok) {
-      message.ack();
-      continue;
-    }
-    try {
-      const outcome = await executeQuery(env, claim.record, limits, stub);
-      if (outcome.status !== "cancelled") {
-        const recorded = await stub.finish(outcome);
-        // Cancelled or failed by the watchdog meanwhile: nothing points to the result, so nothing else would delete it.
-        if (outcome.status === "succeeded" && recorded?.resultKey !== outcome.resultKey)
-          await env.BUCKET.delete(outcome.resultKey);
-      }
-      message.ack();
-    } catch (error) {
-      logError(message.body.queryId, "run", error);
-      try {
-        await stub.requeue(error instanceof Error ? error.message : "storage error");
-      } catch (requeueError) {
-        // The watchdog fails the query if it stays running; the retry is still worth trying.
-        logError(message.body.queryId, "requeue", requeueError);
-      }
-      message.retry({ delaySeconds: backoffSeconds(message.attempts) });
-    }
+    const query = message as Message<QueryMessage>;
+    await consumeQuery(query, env, limits);
   }
 }
 
-/** The dead-letter queue's consumer: a query that could not be run after every retry is failed, then acknowledged. */
-export async function consumeDeadQueries(batch: MessageBatch<QueryMessage>, env: Env): Promise<void> {
-  for (const message of batch.messages) {
+/** Runs one query message (see consumeQueries). */
+async function consumeQuery(message: Message<QueryMessage>, env: Env, limits: QueryLimits): Promise<void> {
+  const stub = queryStub(env, message.body.queryId);
+  let claim;
+  try {
+    claim = await stub.claim(limits.timeLimitMs);
+  } catch (error) {
+    logError(message.body.queryId, "claim", error);
+    message.retry({ delaySeconds: backoffSeconds(message.attempts) });
+    return;
+  }
+  if (!claim.ok) {
+    message.ack();
+    return;
+  }
+  try {
+    const outcome = await executeQuery(env, claim.record, limits, stub);
+    if (outcome.status !== "cancelled") {
+      const recorded = await stub.finish(outcome);
+      // Cancelled or failed by the watchdog meanwhile: nothing points to the result, so nothing else would delete it.
+      if (outcome.status === "succeeded" && recorded?.resultKey !== outcome.resultKey)
+        await env.BUCKET.delete(outcome.resultKey);
+    }
+    message.ack();
+  } catch (error) {
+    logError(message.body.queryId, "run", error);
     try {
-      await queryStub(env, message.body.queryId).finish({
+      await stub.requeue(error instanceof Error ? error.message : "storage error");
+    } catch (requeueError) {
+      // The watchdog fails the query if it stays running; the retry is still worth trying.
+      logError(message.body.queryId, "requeue", requeueError);
+    }
+    message.retry({ delaySeconds: backoffSeconds(message.attempts) });
+  }
+}
+
+/**
+ * Builds a version's column images; a storage error retries the message with
+ * backoff. A build that cannot succeed is logged and acknowledged: queries
+ * on that version keep reading its CSV.
+ */
+async function consumePrepare(message: Message<PrepareMessage>, env: Env, memoryBudgetBytes: number): Promise<void> {
+  const started = Date.now();
+  try {
+    const outcome = await prepareColumnImages(env, message.body.prepare, memoryBudgetBytes);
+    console.log(JSON.stringify({ prepare: message.body.prepare, outcome, ms: Date.now() - started }));
+    message.ack();
+  } catch (error) {
+    logPrepareError(message.body, "prepare", error);
+    message.retry({ delaySeconds: backoffSeconds(message.attempts) });
+  }
+}
+
+/**
+ * The dead-letter queue's consumer: a query that could not be run after
+ * every retry is failed, then acknowledged; a column-image build that kept
+ * failing is dropped (its version stays readable from the CSV).
+ */
+export async function consumeDeadQueries(batch: MessageBatch<WorkMessage>, env: Env): Promise<void> {
+  for (const message of batch.messages) {
+    if (isPrepare(message.body)) {
+      logPrepareError(message.body, "prepare given up after the last retry", null);
+      message.ack();
+      continue;
+    }
+    const body = message.body;
+    try {
+      await queryStub(env, body.queryId).finish({
         status: "failed",
         message: "Failed: the query could not be run after several attempts (storage errors); submit it again.",
       });
       message.ack();
     } catch (error) {
-      logError(message.body.queryId, "dead-letter", error);
+      logError(body.queryId, "dead-letter", error);
       message.retry({ delaySeconds: 30 });
     }
   }
@@ -72,5 +117,16 @@ export async function consumeDeadQueries(batch: MessageBatch<QueryMessage>, env:
 function logError(queryId: string, step: string, error: unknown): void {
   console.error(
     JSON.stringify({ queryId, step, error: String(error), stack: error instanceof Error ? error.stack : undefined }),
+  );
+}
+
+function logPrepareError(body: PrepareMessage, step: string, error: unknown): void {
+  console.error(
+    JSON.stringify({
+      prepare: body.prepare,
+      step,
+      error: error === null ? undefined : String(error),
+      stack: error instanceof Error ? error.stack : undefined,
+    }),
   );
 }

@@ -5,6 +5,7 @@ import type { StoredDataSchema } from "../ingest/data-schema";
 import { resultObjectKey } from "../storage/keys";
 import { R2StreamWriter } from "../storage/r2-writer";
 import { isoSeconds, nowSeconds } from "../util/time";
+import { parseColumnImages } from "./engine/column-images";
 import { runQuery, type LoadableItem, type QuerySource, type ResultTarget } from "./engine/run-query";
 import type { QueryRecord, RunOutcome } from "./query-record";
 
@@ -32,11 +33,18 @@ export async function executeQuery(
   const source: QuerySource = {
     async find(reference) {
       const found = await findReadableDataItem(env.DB, owner, reference.account, reference.dataset, reference.data);
-      return found && { objectKey: found.item.objectKey, schema: JSON.parse(found.item.schema) as StoredDataSchema };
+      if (!found) return null;
+      const schema = JSON.parse(found.item.schema) as StoredDataSchema;
+      const images = parseColumnImages(found.item.columnImages, schema.TableDefinition.Columns.length);
+      return { objectKey: found.item.objectKey, schema, images };
     },
     async open(item: LoadableItem) {
       const object = await env.BUCKET.get(item.objectKey);
       return object?.body ?? null;
+    },
+    async openImage(key) {
+      const object = await env.BUCKET.get(key);
+      return object ? new Uint8Array(await object.arrayBuffer()) : null;
     },
   };
   const key = resultObjectKey(record.queryId);

@@ -2,7 +2,7 @@ import type { Principal } from "../catalog/accounts";
 import { randomToken } from "../util/crypto";
 import type { QueryRecord } from "./query-record";
 
-/** The message the queue carries: just the id; the Durable Object holds the rest. */
+/** The message the queue carries for a query: just the id; the Durable Object holds the rest. */
 export interface QueryMessage {
   queryId: string;
 }

@@ -82,3 +82,14 @@ export async function openDatabase(): Promise<Database> {
   const { Database } = await sqlite();
   return new Database();
 }
+
+/**
+ * The name of a database's file in sql.js's in-memory file system (sql.js
+ * sets `filename` on every Database; its type declarations omit it). Another
+ * connection can ATTACH the database under this name.
+ */
+export function databaseFileName(db: Database): string {
+  const name = (db as unknown as { filename?: unknown }).filename;
+  if (typeof name !== "string" || !/^[\w.-]+$/.test(name)) throw new Error("sql.js did not name the database's file");
+  return name;
+}

@@ -1,5 +1,6 @@
 // R2 key layout (see migrations/README.md):
 //   data/<dataset id>/<version>   raw bytes of one uploaded version of a data item
+//   data/<dataset id>/<version>.columns/<i>   query-ready SQLite image of column i of that version
 //   results/<query id>.csv        a query's result
 
 /** Where one uploaded version of a data item is stored. */
@@ -10,4 +11,9 @@ export function dataObjectKey(datasetId: string, version: string): string {
 /** Where a query's result is stored. */
 export function resultObjectKey(queryId: string): string {
   return `results/${queryId}.csv`;
+}
+
+/** Where the query-ready image of column `index` of one uploaded version is stored. */
+export function columnImageKey(objectKey: string, index: number): string {
+  return `${objectKey}.columns/${index}`;
 }

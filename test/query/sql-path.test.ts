@@ -379,7 +379,7 @@ describe("limits", () => {
     const run = await runSql(owner.accessToken, `SELECT count(*) FROM ${orders}`, { QUERY_MAX_LOAD_BYTES: "50" });
 
     expect(run.status.Status).toBe("failed");
-    expect(run.status.Message).toMatch(/limit of 50 bytes of CSV \(QUERY_MAX_LOAD_BYTES\)/);
+    expect(run.status.Message).toMatch(/limit of 50 bytes \(QUERY_MAX_LOAD_BYTES\)/);
     expect(await env.BUCKET.head(resultObjectKey(run.queryId))).toBeNull();
   });
 

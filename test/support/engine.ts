@@ -2,6 +2,9 @@ import { env } from "cloudflare:workers";
 import { readQueryLimits, type QueryLimits } from "../../src/config";
 import type { StoredDataSchema } from "../../src/ingest/data-schema";
 import type { DataTypeName } from "../../src/ingest/value-types";
+import { buildColumnImages } from "../../src/query/engine/build-images";
+import { readStoredCsv } from "../../src/query/engine/load-table";
+import { IMAGE_FORMAT, VALUES_PER_RECORD, type ColumnImages } from "../../src/query/engine/column-images";
 import {
   runQuery,
   type EngineOutcome,
@@ -36,30 +39,90 @@ export function storedSchema(item: MemoryItem): StoredDataSchema {
   };
 }
 
+/** Where a MemorySource's queries read from: the CSV, or column images built from it (as the queue would). */
+export type SourceMode = "csv" | "images";
+
 /**
  * A QuerySource over data items in memory, keyed `account.dataset.data`,
- * that remembers which names were looked up and which items were opened.
+ * that remembers which names were looked up, which items were opened and
+ * which column images were fetched. In "images" mode each item's column
+ * images are built from its CSV by the real builder on first use.
  */
 export class MemorySource implements QuerySource {
   readonly found: string[] = [];
   readonly opened: string[] = [];
+  readonly imagesFetched: string[] = [];
+  readonly images = new Map<string, Uint8Array>();
+  private readonly built = new Map<string, ColumnImages>();
 
-  constructor(private readonly items: Record<string, MemoryItem>) {}
+  constructor(
+    private readonly items: Record<string, MemoryItem>,
+    private readonly mode: SourceMode = "csv",
+  ) {}
 
   async find(reference: { account: string; dataset: string; data: string }): Promise<LoadableItem | null> {
     const key = `${reference.account}.${reference.dataset}.${reference.data}`;
     this.found.push(key);
     const item = this.items[key];
-    return item ? { objectKey: key, schema: storedSchema(item) } : null;
+    if (!item) return null;
+    const schema = storedSchema(item);
+    return { objectKey: key, schema, images: this.mode === "images" ? await this.build(key, item) : null };
   }
 
   async open(item: LoadableItem): Promise<ReadableStream<Uint8Array> | null> {
     this.opened.push(item.objectKey);
-    const stored = this.items[item.objectKey];
+    return this.stream(item.objectKey);
+  }
+
+  async openImage(key: string): Promise<Uint8Array | null> {
+    this.imagesFetched.push(key);
+    return this.images.get(key)?.slice() ?? null;
+  }
+
+  private stream(key: string): ReadableStream<Uint8Array> | null {
+    const stored = this.items[key];
     if (!stored) return null;
     const bytes = typeof stored.data === "string" ? new TextEncoder().encode(stored.data) : stored.data;
     return new Blob([bytes]).stream();
   }
+
+  private async build(key: string, item: MemoryItem): Promise<ColumnImages> {
+    const done = this.built.get(key);
+    if (done) return done;
+    const schema = storedSchema(item);
+    const bytes = typeof item.data === "string" ? new TextEncoder().encode(item.data).byteLength : item.data.byteLength;
+    const rows = await countRows(this.stream(key)!, schema);
+    const outcome = await buildColumnImages(
+      schema,
+      { rows, bytes, name: key },
+      {
+        open: async () => this.stream(key),
+        store: async (index, image) => void this.images.set(`${key}#${index}`, image),
+      },
+      limitsWith().memoryBudgetBytes,
+    );
+    if (!outcome.ok) throw new Error(`building the images of ${key} failed: ${outcome.message}`);
+    const images: ColumnImages = {
+      format: IMAGE_FORMAT,
+      valuesPerRecord: VALUES_PER_RECORD,
+      rows,
+      columns: outcome.bytes.map((size, index) => ({ key: `${key}#${index}`, bytes: size })),
+    };
+    this.built.set(key, images);
+    return images;
+  }
+}
+
+/** The number of data rows of a stored CSV, as the upload would have counted them. */
+async function countRows(stream: ReadableStream<Uint8Array>, schema: StoredDataSchema): Promise<number> {
+  const counted = await readStoredCsv(
+    stream,
+    { name: "count", options: schema.DataSpecification.DataOptions },
+    () => null,
+    () => undefined,
+  );
+  if (!counted.ok) throw new Error(counted.message);
+  return counted.rows;
 }
 
 /** A ResultTarget that keeps the result in memory and remembers how it ended. */
@@ -131,9 +194,10 @@ export async function runEngine(
     control?: MemoryControl;
     source?: QuerySource;
     target?: MemoryTarget;
+    mode?: SourceMode;
   } = {},
 ): Promise<EngineRun> {
-  const source = new MemorySource(items);
+  const source = new MemorySource(items, options.mode);
   const target = options.target ?? new MemoryTarget();
   const control = options.control ?? new MemoryControl();
   const outcome = await runQuery(

@@ -1,5 +1,6 @@
 import { createRoute, z } from "@hono/zod-openapi";
 import { uploadDataItem } from "../../catalog/upload";
+import { requestColumnImages } from "../../query/prepare-item";
 import type { AppContext } from "../context";
 import { ApiError } from "../errors";
 import { datasetFor, validateNamesForWrite } from "../guards";
@@ -62,6 +63,8 @@ uploadRoute.post("/data/:AccountName/:DatasetName/:DataName", requireAuth, async
     { body: c.req.raw.body, contentType: c.req.header("content-type"), contentLength: length ? Number(length) : null },
   );
   if (!outcome.ok) throw new ApiError(outcome.status, outcome.message);
+  // The query-ready form is built in the background; until it exists, queries read the CSV.
+  await requestColumnImages(c.env, { datasetId: dataset.id, name: DataName! });
   return c.json(
     envelope(
       200,

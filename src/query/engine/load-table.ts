@@ -6,7 +6,7 @@ import { Utf8Text, type DecodedText } from "../../ingest/utf8-text";
 import { toSqlValue, type DataTypeName } from "../../ingest/value-types";
 
 /** The SQLite column type each data type is stored as (DECISIONS §5: BOOLEAN as 1/0, dates as ISO text). */
-const SQLITE_TYPE: Record<DataTypeName, string> = {
+export const SQLITE_TYPE: Record<DataTypeName, string> = {
   STRING: "TEXT",
   INTEGER: "INTEGER",
   DOUBLE: "REAL",
@@ -62,20 +62,19 @@ export type LoadProgress = { ok: true; rows: number; bytes: number } | { ok: fal
 export type LoadGuard = (bytesSoFar: number) => string | null;
 
 /**
- * Streams a stored CSV (gzip decoded) into an existing table, converting
- * each needed field for its type. The file was checked at upload, so a
- * field that does not convert here is a bug, not a user error.
+ * Streams a stored CSV (gzip decoded, header skipped) to `onRow`, one array
+ * of fields per record. The file was checked at upload, so a field that does
+ * not convert later is a bug, not a user error. Storage errors are thrown as
+ * TransientError; anything else wrong with the file comes back as a message.
  */
-export async function loadTable(
-  db: Database,
-  table: TableToLoad,
-  layout: { positions: number[]; types: DataTypeName[] },
+export async function readStoredCsv(
   stream: ReadableStream<Uint8Array>,
+  what: { name: string; options: StoredDataSchema["DataSpecification"]["DataOptions"] },
   guard: LoadGuard,
+  onRow: (row: string[]) => void,
 ): Promise<LoadProgress> {
-  const options = table.schema.DataSpecification.DataOptions;
   const storageFailure = (error: unknown) =>
-    new TransientError(`reading ${table.name} from storage failed: ${String(error)}`);
+    new TransientError(`reading ${what.name} from storage failed: ${String(error)}`);
   // Opening reads the first bytes (to tell gzip from CSV), so a storage error can already happen here.
   const bytes = await openUploadBytes(stream).catch((error: unknown) => {
     throw storageFailure(error);
@@ -88,48 +87,35 @@ export async function loadTable(
     }
   };
   const utf8 = new Utf8Text();
-  const reader = new CsvRowReader(options.Delimiter, MAX_ROW_CHARS);
-  const { positions, types } = layout;
-  const width = Math.max(positions.length, 1);
-  const insert = db.prepare(
-    `INSERT INTO ${quoteIdentifier(table.name)} VALUES (${Array.from({ length: width }, () => "?").join(", ")})`,
-  );
-  const values: ReturnType<typeof toSqlValue>[] = new Array(width).fill(null);
-  let skipHeader = options.Header;
+  const reader = new CsvRowReader(what.options.Delimiter, MAX_ROW_CHARS);
+  let skipHeader = what.options.Header;
   let rows = 0;
   let loadedBytes = 0;
-  let inTransaction = 0;
   let finished = false;
 
-  const insertRows = (read: ReadRows): string | null => {
-    if (!read.ok) return `a row of ${table.name} is longer than ${MAX_ROW_CHARS} characters`;
+  const take = (read: ReadRows): string | null => {
+    if (!read.ok) return `a row of ${what.name} is longer than ${MAX_ROW_CHARS} characters`;
     for (const row of read.rows) {
       if (skipHeader) {
         skipHeader = false;
         continue;
       }
-      if (inTransaction === 0) db.run("BEGIN");
-      for (let i = 0; i < positions.length; i++) values[i] = toSqlValue(types[i]!, row[positions[i]!] ?? "");
-      insert.run(values as (string | number | null)[]);
+      onRow(row);
       rows++;
-      if (++inTransaction === ROWS_PER_TRANSACTION) {
-        db.run("COMMIT");
-        inTransaction = 0;
-      }
     }
     return null;
   };
   const takeText = (decoded: DecodedText, last: boolean): string | null => {
-    if (!decoded.ok) return `the stored file of ${table.name} is not valid UTF-8`;
-    const problem = insertRows(reader.push(decoded.text));
-    return problem ?? (last ? insertRows(reader.end()) : null);
+    if (!decoded.ok) return `the stored file of ${what.name} is not valid UTF-8`;
+    const problem = take(reader.push(decoded.text));
+    return problem ?? (last ? take(reader.end()) : null);
   };
 
   try {
     for (;;) {
       const chunk = await read();
       if (chunk.kind === "bad-gzip")
-        return { ok: false, message: `the stored file of ${table.name} cannot be decompressed` };
+        return { ok: false, message: `the stored file of ${what.name} cannot be decompressed` };
       if (chunk.kind === "end") break;
       loadedBytes += chunk.bytes.byteLength;
       const stop = guard(loadedBytes) ?? takeText(utf8.decode(chunk.bytes), false);
@@ -138,12 +124,49 @@ export async function loadTable(
     finished = true;
     const problem = takeText(utf8.end(), true);
     if (problem) return { ok: false, message: problem };
-    if (inTransaction > 0) db.run("COMMIT");
-    inTransaction = 0;
     return { ok: true, rows, bytes: loadedBytes };
+  } finally {
+    if (!finished) await bytes.cancel();
+  }
+}
+
+/** Streams a stored CSV into an existing table (see createTable), converting each needed field for its type. */
+export async function loadTable(
+  db: Database,
+  table: TableToLoad,
+  layout: { positions: number[]; types: DataTypeName[] },
+  stream: ReadableStream<Uint8Array>,
+  guard: LoadGuard,
+): Promise<LoadProgress> {
+  const { positions, types } = layout;
+  const width = Math.max(positions.length, 1);
+  const insert = db.prepare(
+    `INSERT INTO ${quoteIdentifier(table.name)} VALUES (${Array.from({ length: width }, () => "?").join(", ")})`,
+  );
+  const values: ReturnType<typeof toSqlValue>[] = new Array(width).fill(null);
+  let inTransaction = 0;
+  try {
+    const loaded = await readStoredCsv(
+      stream,
+      { name: table.name, options: table.schema.DataSpecification.DataOptions },
+      guard,
+      (row) => {
+        if (inTransaction === 0) db.run("BEGIN");
+        for (let i = 0; i < positions.length; i++) values[i] = toSqlValue(types[i]!, row[positions[i]!] ?? "");
+        insert.run(values as (string | number | null)[]);
+        if (++inTransaction === ROWS_PER_TRANSACTION) {
+          db.run("COMMIT");
+          inTransaction = 0;
+        }
+      },
+    );
+    if (loaded.ok && inTransaction > 0) {
+      db.run("COMMIT");
+      inTransaction = 0;
+    }
+    return loaded;
   } finally {
     if (inTransaction > 0) db.run("ROLLBACK");
     insert.free();
-    if (!finished) await bytes.cancel();
   }
 }

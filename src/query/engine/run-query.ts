@@ -6,15 +6,20 @@ import type { ResultColumn } from "../query-record";
 import { checkReadOnly } from "../sql/read-only";
 import { columnsUsed, rewriteTableNames, type DataItemReference } from "../sql/table-names";
 import { tokenize } from "../sql/tokenizer";
-import { openDatabase, wasmHeapBytes } from "../sqlite";
+import { databaseFileName, openDatabase, sqlite as sqlJs, wasmHeapBytes } from "../sqlite";
+import { createImageView, createSlotsTable, type AttachedColumn, type ColumnImages } from "./column-images";
 import { csvField, CsvResultWriter, StorageClass } from "./csv-result";
-import { createTable, loadTable, TransientError } from "./load-table";
+import { createTable, loadTable, quoteIdentifier, TransientError, type TableToLoad } from "./load-table";
 
-/** A data item the engine may load: where its bytes are and how they are laid out. */
+/** A data item the engine may load: where its bytes are, how they are laid out, and its column images if built. */
 export interface LoadableItem {
   objectKey: string;
   schema: StoredDataSchema;
+  images: ColumnImages | null;
 }
+
+/** sql.js attaches at most this many databases to one connection (SQLite's default SQLITE_MAX_ATTACHED). */
+const MAX_ATTACHED = 10;
 
 /** Where the engine reads data items from: the catalog (with its visibility rule) and storage. */
 export interface QuerySource {
@@ -22,6 +27,8 @@ export interface QuerySource {
   find(reference: DataItemReference): Promise<LoadableItem | null>;
   /** The stored bytes; null when the object is gone (the item was deleted meanwhile). */
   open(item: LoadableItem): Promise<ReadableStream<Uint8Array> | null>;
+  /** One column image, whole; null when it is gone (the version was replaced and swept meanwhile). */
+  openImage(key: string): Promise<Uint8Array | null>;
 }
 
 /** Where the result CSV goes, as it is produced. */
@@ -81,16 +88,20 @@ export async function runQuery(
   const stats: RunStats = { bytesLoaded: 0, peakMemoryBytes: 0, loadMs: 0, executeMs: 0, writeMs: 0 };
   const deadline = started + limits.timeLimitMs;
   let db: Database | null = null;
+  const images: Database[] = [];
+  let imageBytes = 0;
   let lastCancelCheck = started;
   let targetOpen = false;
 
+  const overLoadLimit = `Failed: the query would load more than the limit of ${limits.maxLoadBytes} bytes (QUERY_MAX_LOAD_BYTES). Query fewer or smaller data items.`;
+  const overBudget = (bytes: number) =>
+    new Stop(
+      `Failed: the query needs more than the memory budget of ${limits.memoryBudgetBytes} bytes (QUERY_MEMORY_BUDGET_BYTES; it held ${bytes}). Select fewer columns or rows.`,
+    );
   const measure = () => {
-    const bytes = wasmHeapBytes() + databaseFileBytes(db);
+    const bytes = wasmHeapBytes() + databaseFileBytes(db) + imageBytes;
     stats.peakMemoryBytes = Math.max(stats.peakMemoryBytes, bytes);
-    if (bytes > limits.memoryBudgetBytes)
-      throw new Stop(
-        `Failed: the query needs more than the memory budget of ${limits.memoryBudgetBytes} bytes (QUERY_MEMORY_BUDGET_BYTES; it held ${bytes}). Select fewer columns or rows.`,
-      );
+    if (bytes > limits.memoryBudgetBytes) throw overBudget(bytes);
   };
   const checkpoint = async () => {
     const now = clock();
@@ -105,6 +116,48 @@ export async function runQuery(
     measure();
     // Give other requests of this isolate (and the clock) a turn between batches of rows.
     await new Promise((resolve) => setTimeout(resolve, 0));
+  };
+  /**
+   * Replaces the (empty) table `table.name` by a view over the column images
+   * of the columns it needs, each fetched whole and attached. Their sizes are
+   * known beforehand, so a query that cannot fit fails before fetching.
+   */
+  const attachImages = async (target: Database, table: TableToLoad, recorded: ColumnImages, dataName: string) => {
+    const { Database: ImageDatabase } = await sqlJs();
+    const all = table.schema.TableDefinition.Columns;
+    const wanted = all.flatMap((column, index) =>
+      !table.columns || table.columns.has(column.Name.toLowerCase()) ? [index] : [],
+    );
+    // A query that names no column still needs the rows: the smallest image supplies them.
+    const smallest = recorded.columns.reduce(
+      (best, c, index) => (c.bytes < recorded.columns[best]!.bytes ? index : best),
+      0,
+    );
+    const fetch = wanted.length > 0 ? wanted : [smallest];
+    const fetchBytes = fetch.reduce((sum, index) => sum + recorded.columns[index]!.bytes, 0);
+    if (stats.bytesLoaded + fetchBytes > limits.maxLoadBytes) throw new Stop(overLoadLimit);
+    const expected = wasmHeapBytes() + databaseFileBytes(target) + imageBytes + fetchBytes;
+    if (expected > limits.memoryBudgetBytes) throw overBudget(expected);
+    target.run(`DROP TABLE ${quoteIdentifier(table.name)}`);
+    const attached: AttachedColumn[] = [];
+    for (const index of fetch) {
+      const bytes = await transient("reading a column image", () => io.source.openImage(recorded.columns[index]!.key));
+      if (!bytes) throw new Stop(`Failed: the data of ${dataName} was replaced or deleted while the query ran.`);
+      if (clock() > deadline)
+        throw new Stop(
+          `Failed: the query ran longer than the time limit of ${limits.timeLimitMs / 1000} s (QUERY_TIME_LIMIT_SECONDS) while loading.`,
+        );
+      // sql.js copies the image into its in-memory file system; the fetched bytes are let go.
+      const image = new ImageDatabase(bytes);
+      images.push(image);
+      imageBytes += bytes.byteLength;
+      stats.bytesLoaded += bytes.byteLength;
+      const schema = `${table.name}_c${index}`;
+      target.run(`ATTACH '${databaseFileName(image)}' AS ${quoteIdentifier(schema)}`);
+      if (wanted.length > 0) attached.push({ name: all[index]!.Name, type: all[index]!.DataType.DataType, schema });
+      measure();
+    }
+    createImageView(target, table.name, attached, `${table.name}_c${fetch[0]}`, recorded.rows);
   };
   // Messages speak of the data items as the user named them, not of the internal tables.
   let internalNames: { alias: string; name: string }[] = [];
@@ -151,18 +204,30 @@ export async function runQuery(
     db.run("PRAGMA query_only = 0");
 
     const loadStarted = clock();
+    // Column images where built, as long as they fit the attach limit; the CSV otherwise.
+    let attachLeft = MAX_ATTACHED;
+    const fromImages = layouts.map(({ table }, i) => {
+      const needed = Math.max(1, table.columns?.size ?? table.schema.TableDefinition.Columns.length);
+      if (!items[i]!.images || needed > attachLeft) return false;
+      attachLeft -= needed;
+      return true;
+    });
+    if (fromImages.some(Boolean)) createSlotsTable(db);
     for (const [i, { table }] of layouts.entries()) {
       await io.control.progress(
         `Running: loading ${names.tables[i]!.account}.${names.tables[i]!.dataset}.${names.tables[i]!.data}.`,
       );
+      if (fromImages[i]) {
+        await attachImages(db, table, items[i]!.images!, names.tables[i]!.data);
+        continue;
+      }
       const stream = await transient("opening a data item", () => io.source.open(items[i]!));
       if (!stream) throw new Stop(`Failed: the data of ${names.tables[i]!.data} was deleted while the query ran.`);
       const before = stats.bytesLoaded;
       const loaded = await loadTable(db, table, created[i]!, stream, (bytes) => {
         stats.bytesLoaded = before + bytes;
         stats.loadMs = clock() - loadStarted;
-        if (stats.bytesLoaded > limits.maxLoadBytes)
-          return `Failed: the query would load more than the limit of ${limits.maxLoadBytes} bytes of CSV (QUERY_MAX_LOAD_BYTES). Query fewer or smaller data items.`;
+        if (stats.bytesLoaded > limits.maxLoadBytes) return overLoadLimit;
         if (clock() > deadline)
           return `Failed: the query ran longer than the time limit of ${limits.timeLimitMs / 1000} s (QUERY_TIME_LIMIT_SECONDS) while loading.`;
         measure();
@@ -196,6 +261,7 @@ export async function runQuery(
     };
   } finally {
     db?.close();
+    for (const image of images) image.close();
   }
 }
 

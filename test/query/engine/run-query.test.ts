@@ -216,7 +216,7 @@ describe("runQuery limits", () => {
     );
 
     expect(run.outcome.ok || run.outcome.message).toBe(
-      "Failed: the query would load more than the limit of 10000 bytes of CSV (QUERY_MAX_LOAD_BYTES). Query fewer or smaller data items.",
+      "Failed: the query would load more than the limit of 10000 bytes (QUERY_MAX_LOAD_BYTES). Query fewer or smaller data items.",
     );
     expect(run.outcome.bytesLoaded).toBeGreaterThan(10_000);
   });

@@ -1,0 +1,97 @@
+import { findDataItem } from "../catalog/access";
+import { columnImagesEnabled } from "../config";
+import { recordColumnImages } from "../catalog/datasets";
+import type { StoredDataSchema } from "../ingest/data-schema";
+import { columnImageKey } from "../storage/keys";
+import { deleteOrphanNow, markOrphan } from "../storage/orphans";
+import { isoSeconds, nowSeconds } from "../util/time";
+import { buildColumnImages } from "./engine/build-images";
+import { IMAGE_FORMAT, VALUES_PER_RECORD, type ColumnImages } from "./engine/column-images";
+
+/** The queue message that asks for a version's column images. */
+export interface PrepareMessage {
+  prepare: { datasetId: string; name: string; version: string };
+}
+
+/** Images of a build that dies with its Worker are swept after this long. */
+const BUILD_ABANDONED_AFTER_SECONDS = 24 * 3600;
+
+export type PrepareOutcome = "built" | "stale" | "already built" | { failed: string };
+
+/**
+ * Builds and records the column images of one version of a data item, so
+ * queries on it read images instead of parsing the CSV. A version that is
+ * no longer current, or already has images, is left alone. The keys are
+ * listed as orphans before anything is written and taken off the list only
+ * in the transaction that records them, so a build that fails or loses the
+ * race with a newer upload leaves nothing behind. Storage errors throw (the
+ * consumer retries); a file that cannot be built is reported and skipped —
+ * its queries keep reading the CSV.
+ */
+export async function prepareColumnImages(
+  env: Env,
+  target: PrepareMessage["prepare"],
+  memoryBudgetBytes: number,
+): Promise<PrepareOutcome> {
+  const item = await findDataItem(env.DB, target.datasetId, target.name);
+  if (!item || item.version !== target.version) return "stale";
+  if (item.columnImages) return "already built";
+  const schema = JSON.parse(item.schema) as StoredDataSchema;
+  const keys = schema.TableDefinition.Columns.map((_, index) => columnImageKey(item.objectKey, index));
+  const abandonedAfter = isoSeconds(nowSeconds() + BUILD_ABANDONED_AFTER_SECONDS);
+  for (const key of keys) await markOrphan(env.DB, key, "column image being built", abandonedAfter);
+  const discard = () => Promise.all(keys.map((key) => deleteOrphanNow(env.DB, env.BUCKET, key)));
+
+  const built = await buildColumnImages(
+    schema,
+    { rows: item.rowCount, bytes: item.size, name: `${item.name}` },
+    {
+      open: async () => (await env.BUCKET.get(item.objectKey))?.body ?? null,
+      store: async (index, image) => void (await env.BUCKET.put(keys[index]!, image)),
+    },
+    memoryBudgetBytes,
+  );
+  if (!built.ok) {
+    await discard();
+    return { failed: built.message };
+  }
+  const images: ColumnImages = {
+    format: IMAGE_FORMAT,
+    valuesPerRecord: VALUES_PER_RECORD,
+    rows: item.rowCount,
+    columns: keys.map((key, index) => ({ key, bytes: built.bytes[index]! })),
+  };
+  if (await recordColumnImages(env.DB, target, JSON.stringify(images), keys)) return "built";
+  await discard();
+  return "stale";
+}
+
+/**
+ * Asks the queue to build the column images of a data item's current
+ * version. Never fails the caller: a lost request only means queries read
+ * the CSV until the cron asks again (see requestMissingImages).
+ */
+export async function requestColumnImages(env: Env, item: { datasetId: string; name: string }): Promise<void> {
+  if (!columnImagesEnabled(env)) return;
+  try {
+    const current = await findDataItem(env.DB, item.datasetId, item.name);
+    if (!current || current.columnImages) return;
+    const message: PrepareMessage = { prepare: { ...item, version: current.version } };
+    await env.QUERY_QUEUE.send(message);
+  } catch (error) {
+    console.error(JSON.stringify({ step: "request column images", item, error: String(error) }));
+  }
+}
+
+/** The cron's part: versions uploaded before `uploadedBefore` that still have no images are asked for again. */
+export async function requestMissingImages(env: Env, uploadedBefore: string, limit = 20): Promise<number> {
+  if (!columnImagesEnabled(env)) return 0;
+  const { results } = await env.DB.prepare(
+    `SELECT dataset_id AS datasetId, name, version FROM data_items
+     WHERE column_images IS NULL AND uploaded_at <= ? ORDER BY uploaded_at LIMIT ?`,
+  )
+    .bind(uploadedBefore, limit)
+    .all<PrepareMessage["prepare"]>();
+  if (results.length > 0) await env.QUERY_QUEUE.sendBatch(results.map((prepare) => ({ body: { prepare } })));
+  return results.length;
+}
