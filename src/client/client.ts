@@ -254,6 +254,14 @@ export class DqsClient {
     return JSON.parse(body.Data.Schema) as DataSchema;
   }
 
+  /** GET /data/…/metadata/storage (experimental): version, size, rows, and whether the query-ready images are built. */
+  async dataStorage(accountName: string, datasetName: string, dataName: string) {
+    const { body } = await this.transport.json("get", "/data/{AccountName}/{DatasetName}/{DataName}/metadata/storage", {
+      params: { AccountName: accountName, DatasetName: datasetName, DataName: dataName },
+    });
+    return body.Data;
+  }
+
   // --- queries ------------------------------------------------------------
 
   /** POST /query: submits SQL; the query runs asynchronously. `waitSeconds` (≤ 30) holds the answer until it ends. */

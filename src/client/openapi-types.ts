@@ -1017,6 +1017,67 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/data/{AccountName}/{DatasetName}/{DataName}/metadata/storage": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * How the data item is stored
+         * @description The current version, its size and rows, and whether its query-ready column images are built yet (they are built in the background after each upload; until then queries read the CSV, which gives the same answers more slowly).
+         */
+        get: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    AccountName: string;
+                    DatasetName: string;
+                    DataName: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description How the data item is stored */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["DataStorageResponse"];
+                    };
+                };
+                /** @description Missing or invalid access token */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["GeneralApiResponse"];
+                    };
+                };
+                /** @description Data does not exist or caller may not see it */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["GeneralApiResponse"];
+                    };
+                };
+            };
+        };
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/query": {
         parameters: {
             query?: never;
@@ -1529,6 +1590,27 @@ export interface components {
             Status: components["schemas"]["ApiResponseStatus"];
             Data: {
                 Schema: string;
+            };
+        };
+        DataStorageResponse: {
+            Status: components["schemas"]["ApiResponseStatus"];
+            Data: {
+                /** @description Changes with every upload of the data item */
+                Version: string;
+                /** @description Bytes as uploaded (gzip stays gzip) */
+                Size: number;
+                RowCount: number;
+                /** @enum {string} */
+                DeliveryType: "RAW" | "GZIP";
+                /**
+                 * Format: date-time
+                 * @example 2026-11-22T07:00:00Z
+                 */
+                UploadedAt: string;
+                /** @description True once the column images of this version are built: queries then read them instead of parsing the CSV */
+                QueryReady: boolean;
+                /** @description Bytes of each column's image, in schema order; null until built */
+                ColumnImageBytes: number[] | null;
             };
         };
         QueryResponse: {

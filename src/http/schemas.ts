@@ -61,6 +61,25 @@ export const DataUploadRequest = z
 
 export const DataSchemaResponse = withData("DataSchemaResponse", z.object({ Schema: z.string() }));
 
+export const DataStorageResponse = withData(
+  "DataStorageResponse",
+  z.object({
+    Version: z.string().openapi({ description: "Changes with every upload of the data item" }),
+    Size: z.number().int().openapi({ description: "Bytes as uploaded (gzip stays gzip)" }),
+    RowCount: z.number().int(),
+    DeliveryType: z.enum(["RAW", "GZIP"]),
+    UploadedAt: DateTime,
+    QueryReady: z.boolean().openapi({
+      description:
+        "True once the column images of this version are built: queries then read them instead of parsing the CSV",
+    }),
+    ColumnImageBytes: z
+      .array(z.number().int())
+      .nullable()
+      .openapi({ description: "Bytes of each column's image, in schema order; null until built" }),
+  }),
+);
+
 export const SqlRequest = z
   .object({ Sql: z.string().openapi({ description: "A select query", example: "SELECT 1" }) })
   .openapi("SqlRequest");

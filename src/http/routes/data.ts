@@ -2,6 +2,8 @@ import { createRoute, z } from "@hono/zod-openapi";
 import { findReadableDataItem } from "../../catalog/access";
 import { deleteDataItem, ORPHAN_GRACE_SECONDS } from "../../catalog/datasets";
 import { loadKeys } from "../../auth/keys";
+import type { StoredDataSchema } from "../../ingest/data-schema";
+import { parseColumnImages } from "../../query/engine/column-images";
 import { downloadLocation } from "../../storage/download-location";
 import { isoSeconds, nowSeconds } from "../../util/time";
 import { notFound } from "../errors";
@@ -13,6 +15,7 @@ import {
   DataNameParam,
   DataSchemaResponse,
   DatasetNameParam,
+  DataStorageResponse,
   envelope,
   errorResponses,
   GeneralApiResponse,
@@ -87,6 +90,49 @@ dataRoutes.openapi(
     const found = await findReadableDataItem(c.env.DB, c.get("principal"), AccountName, DatasetName, DataName);
     if (!found) throw dataNotFound(AccountName, DatasetName, DataName);
     return c.json({ ...envelope(200, "OK"), Data: { Schema: found.item.schema } }, 200);
+  },
+);
+
+dataRoutes.openapi(
+  createRoute({
+    method: "get",
+    path: "/data/{AccountName}/{DatasetName}/{DataName}/metadata/storage",
+    tags: ["data", "experimental"],
+    summary: "How the data item is stored",
+    description:
+      "The current version, its size and rows, and whether its query-ready column images are built yet (they are built in the background after each upload; until then queries read the CSV, which gives the same answers more slowly).",
+    ...authenticated,
+    request: { params: DataParams },
+    responses: {
+      200: jsonResponse(DataStorageResponse, "How the data item is stored"),
+      ...errorResponses(
+        [401, "Missing or invalid access token"],
+        [404, "Data does not exist or caller may not see it"],
+      ),
+    },
+  }),
+  async (c) => {
+    const { AccountName, DatasetName, DataName } = c.req.valid("param");
+    const found = await findReadableDataItem(c.env.DB, c.get("principal"), AccountName, DatasetName, DataName);
+    if (!found) throw dataNotFound(AccountName, DatasetName, DataName);
+    const { item } = found;
+    const columns = (JSON.parse(item.schema) as StoredDataSchema).TableDefinition.Columns.length;
+    const images = parseColumnImages(item.columnImages, columns);
+    return c.json(
+      {
+        ...envelope(200, images ? "OK: query-ready" : "OK: column images not built yet"),
+        Data: {
+          Version: item.version,
+          Size: item.size,
+          RowCount: item.rowCount,
+          DeliveryType: item.deliveryType,
+          UploadedAt: item.uploadedAt,
+          QueryReady: images !== null,
+          ColumnImageBytes: images ? images.columns.map((column) => column.bytes) : null,
+        },
+      },
+      200,
+    );
   },
 );
 
