@@ -134,6 +134,32 @@ export class Client {
   }
 
   /**
+   * Polls the experimental storage endpoint until the data item's column
+   * images are built (QueryReady), every 100 ms. `seconds` runs from the
+   * call, which the bench makes as soon as the upload answered.
+   */
+  async waitQueryReady(
+    account: string,
+    dataset: string,
+    dataName: string,
+    timeoutMs = 300_000,
+  ): Promise<{ ready: boolean; seconds: number; imageBytes: number[] | null }> {
+    const started = performance.now();
+    for (;;) {
+      const response = await fetch(`${this.baseUrl}/v1/data/${account}/${dataset}/${dataName}/metadata/storage`, {
+        headers: this.auth,
+      });
+      const seconds = (performance.now() - started) / 1000;
+      if (response.status !== 200)
+        throw new Error(`storage of ${dataName}: ${response.status} ${await response.text()}`);
+      const body = (await response.json()) as { Data: { QueryReady: boolean; ColumnImageBytes: number[] | null } };
+      if (body.Data.QueryReady) return { ready: true, seconds, imageBytes: body.Data.ColumnImageBytes };
+      if (seconds * 1000 > timeoutMs) return { ready: false, seconds, imageBytes: null };
+      await new Promise((resolve) => setTimeout(resolve, 100));
+    }
+  }
+
+  /**
    * Submits `sql`, waits for it to end (Prefer: wait on the submit, then
    * polling the status), and downloads the result through the 302 with no
    * token. `seconds` runs from just before the submit to the last byte of

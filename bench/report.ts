@@ -38,6 +38,10 @@ export interface UploadRun {
   workerRss: RssReport | null;
   proxyRss: RssReport | null;
   isolateHeap: HeapReport | null;
+  /** Seconds from the upload's answer until its column images were built (null: not within the wait, or failed). */
+  readySeconds: number | null;
+  /** Bytes of each column's image once built. */
+  imageBytes: number[] | null;
 }
 
 interface SummaryInput {
@@ -179,6 +183,10 @@ function summarizeUpload(runs: UploadRun[], file: BenchFile, memoryRuns: UploadR
     mb_per_s_min: round(rate.min, 2),
     mb_per_s_max: round(rate.max, 2),
     csv_mb_per_s: round(median(ok.map((r) => file.csvBytes / 1e6 / r.seconds)), 2),
+    /** Seconds from the upload's answer until the column images were built in the background (queries read the CSV until then). */
+    query_ready_s: round(median(ok.flatMap((r) => (r.readySeconds === null ? [] : [r.readySeconds])))),
+    query_ready_failures: ok.filter((r) => r.readySeconds === null).length,
+    column_image_bytes: ok.find((r) => r.imageBytes)?.imageBytes ?? null,
     /**
      * The Worker's peak memory during the upload, above what it held before: the
      * isolate's V8 heap used + ArrayBuffers (DevTools) when the inspector
@@ -442,15 +450,17 @@ export function renderMarkdown(summary: Summary): string {
   lines.push("");
   lines.push(
     "Multipart POST streamed from disk; MB/s of the uploaded bytes (10^6 B/s) until the response. " +
+      "Query-ready: seconds from the response until the column images were built by the queue (the bench waits for them " +
+      "before the next upload and before querying; queries would read the CSV until then). " +
       "Peak memory: the Worker isolate's V8 heap used + ArrayBuffers above what it held before the upload, and in all " +
       "(DevTools, in the untimed memory pass); the RSS of the workerd process running the Worker above its RSS before " +
       "(it also runs the local D1/R2/queue emulation), and the same for wrangler's proxy workerd process (timed runs).",
   );
   lines.push("");
   lines.push(
-    "| file | gzip | bytes | seconds | MB/s | CSV MB/s | isolate Δ | isolate peak | workerd RSS Δ | proxy RSS Δ |",
+    "| file | gzip | bytes | seconds | MB/s | CSV MB/s | query-ready s | images | isolate Δ | isolate peak | workerd RSS Δ | proxy RSS Δ |",
   );
-  lines.push("|---|---|--:|--:|--:|--:|--:|--:|--:|--:|");
+  lines.push("|---|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|");
   for (const u of summary.upload) {
     const rate =
       u.mb_per_s === null
@@ -459,6 +469,8 @@ export function renderMarkdown(summary: Summary): string {
           (u.failures ? ` (${u.failures} failed: ${cell(u.error ?? "")})` : "");
     lines.push(
       `| ${u.file} | ${u.gzip ? "yes" : "no"} | ${mb(u.bytes)} | ${s(u.seconds)} | ${rate} | ${u.csv_mb_per_s ?? "n/a"} | ` +
+        `${u.query_ready_failures ? `**not ready** (${u.query_ready_failures})` : s(u.query_ready_s)} | ` +
+        `${u.column_image_bytes ? mb(u.column_image_bytes.reduce((a, b) => a + b, 0)) : "n/a"} | ` +
         `${mb(u.isolate_peak_memory_bytes)} | ${mb(u.isolate_peak_total_bytes)} | ${mb(u.workerd_rss_peak_bytes)}` +
         (summary.runs > 1 ? ` (first run ${mb(u.workerd_rss_first_run_bytes)})` : "") +
         ` | ${mb(u.proxy_peak_memory_bytes)} |`,

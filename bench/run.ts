@@ -233,7 +233,12 @@ async function main() {
         log(
           `  upload ${file.label}: ${result.ok ? `${(file.bytes / 1e6 / result.seconds).toFixed(1)} MB/s` : `FAILED ${result.message}`}` +
             (result.workerRss ? `, workerd RSS +${(result.workerRss.delta / 1e6).toFixed(1)} MB` : "") +
-            (result.isolateHeap ? `, isolate +${(result.isolateHeap.delta / 1e6).toFixed(1)} MB` : ""),
+            (result.isolateHeap ? `, isolate +${(result.isolateHeap.delta / 1e6).toFixed(1)} MB` : "") +
+            (result.ok
+              ? result.readySeconds === null
+                ? ", column images NOT built"
+                : `, query-ready ${result.readySeconds.toFixed(2)} s later`
+              : ""),
         );
       }
       for (const file of files) {
@@ -363,7 +368,11 @@ async function uploadOnce(
     workerRss = pids.worker.length && !outer.rss.lost ? outer.rss : null;
     const response = outer.value;
     const ok = response.status === 200;
+    // Untimed: the column images are built in the background; the next upload or query waits for them.
+    const ready = ok ? await client.waitQueryReady(ACCOUNT, DATASET, DATA_NAME[file.label]) : null;
     return {
+      readySeconds: ready?.ready ? ready.seconds : null,
+      imageBytes: ready?.imageBytes ?? null,
       file: file.label,
       ok,
       message: ok ? response.message : `${response.status} ${response.message}`,
@@ -381,6 +390,8 @@ async function uploadOnce(
       workerRss,
       proxyRss,
       isolateHeap,
+      readySeconds: null,
+      imageBytes: null,
     };
   }
 }
