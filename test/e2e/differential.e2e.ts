@@ -1,5 +1,5 @@
 import { execFileSync, spawnSync } from "node:child_process";
-import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import Papa from "papaparse";
@@ -8,7 +8,9 @@ import { httpLogin } from "./support/http-login";
 import { startWranglerDev, type DevServer } from "./support/wrangler-dev";
 
 // The same CSV files and queries through dqs (wrangler dev, sql.js) and through
-// the sqlite3 command-line tool; the results must agree.
+// the sqlite3 command-line tool; the results must agree. Twice: with the
+// column images the queue builds after an upload (the bench's path), and with
+// COLUMN_IMAGES=off, where every query reads the CSV.
 
 const ACCOUNT = "e2e-dan";
 const CATEGORIES = ["north", "south", "east", "west", "ünïcode", "with,comma", 'say "hi"'];
@@ -72,8 +74,12 @@ const QUERIES = [
   "SELECT DISTINCT qty % 7 AS r FROM {facts} ORDER BY r",
 ];
 
-let server: DevServer;
-let token: string;
+/** One running service with the files uploaded. */
+interface Target {
+  server: DevServer;
+  token: string;
+}
+
 let work: string;
 
 function sqlite3(sql: string): string[][] {
@@ -93,7 +99,7 @@ function sqlite3(sql: string): string[][] {
   return Papa.parse<string[]>(output.replace(/\r\n/g, "\n"), { skipEmptyLines: true }).data;
 }
 
-async function dqs(sql: string): Promise<string[][]> {
+async function dqs({ server, token }: Target, sql: string): Promise<string[][]> {
   const headers = { authorization: `Bearer ${token}` };
   const text = sql.replaceAll("{facts}", `"${ACCOUNT}".diff.facts`).replaceAll("{dims}", `"${ACCOUNT}".diff.dims`);
   const submitted = await fetch(`${server.url}/v1/query`, {
@@ -132,21 +138,24 @@ function expectSameRows(actual: string[][], expected: string[][]): void {
   });
 }
 
-beforeAll(async () => {
+beforeAll(() => {
   work = mkdtempSync(join(tmpdir(), "dqs-diff-"));
-  const facts = generateFacts(3000);
-  writeFileSync(join(work, "facts.csv"), facts);
+  writeFileSync(join(work, "facts.csv"), generateFacts(3000));
   writeFileSync(join(work, "dims.csv"), DIMS);
-  server = await startWranglerDev();
-  token = (await httpLogin(server.url, ACCOUNT)).accessToken;
+  return () => rmSync(work, { recursive: true, force: true });
+});
+
+const FILES = ["facts", "dims"] as const;
+
+/** Starts the service, logs in, uploads both files; with images on, waits until both are query-ready. */
+async function serve(columnImages: "build" | "off"): Promise<Target> {
+  const server = await startWranglerDev({ COLUMN_IMAGES: columnImages });
+  const token = (await httpLogin(server.url, ACCOUNT)).accessToken;
   const headers = { authorization: `Bearer ${token}` };
   await fetch(`${server.url}/v1/dataset/${ACCOUNT}/diff`, { method: "PUT", headers });
-  for (const [name, body] of [
-    ["facts", facts],
-    ["dims", DIMS],
-  ] as const) {
+  for (const name of FILES) {
     const form = new FormData();
-    form.append("Data", new Blob([body]), `${name}.csv`);
+    form.append("Data", new Blob([readFileSync(join(work, `${name}.csv`))]), `${name}.csv`);
     const response = await fetch(`${server.url}/v1/data/${ACCOUNT}/diff/${name}`, {
       method: "POST",
       headers,
@@ -154,19 +163,51 @@ beforeAll(async () => {
     });
     if (response.status !== 200) throw new Error(`upload of ${name} failed: ${await response.text()}`);
   }
-}, 180_000);
+  return { server, token };
+}
 
-afterAll(async () => {
-  await server?.stop();
-  rmSync(work, { recursive: true, force: true });
-});
+/** The storage endpoint's view of each file: QueryReady and the images' sizes. */
+async function storage({ server, token }: Target) {
+  return Promise.all(
+    FILES.map(async (name) => {
+      const response = await fetch(`${server.url}/v1/data/${ACCOUNT}/diff/${name}/metadata/storage`, {
+        headers: { authorization: `Bearer ${token}` },
+      });
+      expect(response.status).toBe(200);
+      return ((await response.json()) as { Data: { QueryReady: boolean; ColumnImageBytes: number[] | null } }).Data;
+    }),
+  );
+}
 
 // CI installs sqlite3; anywhere else without it this comparison is skipped, never silently in CI.
 const hasSqlite3 = spawnSync("sqlite3", ["--version"]).status === 0;
 const comparison = hasSqlite3 || process.env.CI ? describe : describe.skip;
 
-comparison("dqs against the sqlite3 command-line tool", () => {
+comparison.each([
+  { mode: "column images", columnImages: "build" as const },
+  { mode: "CSV", columnImages: "off" as const },
+])("dqs reading $mode against the sqlite3 command-line tool", ({ columnImages }) => {
+  let target: Target;
+
+  beforeAll(async () => {
+    target = await serve(columnImages);
+    if (columnImages === "off") return;
+    const deadline = Date.now() + 60_000;
+    while (!(await storage(target)).every((item) => item.QueryReady)) {
+      if (Date.now() > deadline) throw new Error("the column images were not built within 60 s");
+      await new Promise((resolve) => setTimeout(resolve, 100));
+    }
+  }, 180_000);
+
+  afterAll(() => target?.server.stop());
+
+  it(`should ${columnImages === "off" ? "not build" : "have built"} the column images of both files`, async () => {
+    const items = await storage(target);
+    if (columnImages === "off") expect(items.map((item) => item.QueryReady)).toEqual([false, false]);
+    else expect(items.map((item) => item.ColumnImageBytes?.length)).toEqual([9, 3]);
+  });
+
   it.each(QUERIES)("should agree on %s", async (sql) => {
-    expectSameRows(await dqs(sql), sqlite3(sql));
+    expectSameRows(await dqs(target, sql), sqlite3(sql));
   });
 });
