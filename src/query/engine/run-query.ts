@@ -88,7 +88,8 @@ export async function runQuery(
   const stats: RunStats = { bytesLoaded: 0, peakMemoryBytes: 0, loadMs: 0, executeMs: 0, writeMs: 0 };
   const deadline = started + limits.timeLimitMs;
   let db: Database | null = null;
-  const images: Database[] = [];
+  /** Attached column images, by the view that reads them. */
+  const images: { view: string; schema: string; db: Database; bytes: number }[] = [];
   let imageBytes = 0;
   let lastCancelCheck = started;
   let targetOpen = false;
@@ -149,15 +150,57 @@ export async function runQuery(
         );
       // sql.js copies the image into its in-memory file system; the fetched bytes are let go.
       const image = new ImageDatabase(bytes);
-      images.push(image);
+      const schema = `${table.name}_c${index}`;
+      images.push({ view: table.name, schema, db: image, bytes: bytes.byteLength });
       imageBytes += bytes.byteLength;
       stats.bytesLoaded += bytes.byteLength;
-      const schema = `${table.name}_c${index}`;
       target.run(`ATTACH '${databaseFileName(image)}' AS ${quoteIdentifier(schema)}`);
       if (wanted.length > 0) attached.push({ name: all[index]!.Name, type: all[index]!.DataType.DataType, schema });
       measure();
     }
     createImageView(target, table.name, attached, `${table.name}_c${fetch[0]}`, recorded.rows);
+  };
+  /**
+   * When SQLite's plan builds an automatic index over a view of column
+   * images (a self-join, say), it materializes the whole view for it, and
+   * may pick a worse join order than it would for a table. Then each image
+   * view becomes a real table first (INSERT … SELECT inside SQLite, no value
+   * crosses into JavaScript) and its images are let go — if the copy fits
+   * the memory budget; if not, the query runs on the views, slower.
+   */
+  const tableInsteadOfViews = async (target: Database, sql: string) => {
+    const views = [...new Set(images.map((image) => image.view))];
+    if (views.length === 0) return;
+    let plan: string[];
+    try {
+      plan = target.exec(`EXPLAIN QUERY PLAN ${sql}`)[0]?.values.map((row) => String(row[3])) ?? [];
+    } catch {
+      return; // SQLite's own error is reported when the statement is prepared for real.
+    }
+    const subqueries = new Set(
+      plan
+        .flatMap((line) => /^(?:CO-ROUTINE|MATERIALIZE) (\S+)/.exec(line)?.[1] ?? [])
+        .filter((name) => !views.includes(name)),
+    );
+    const indexed = plan.flatMap((line) => /^SEARCH (\S+) USING AUTOMATIC/.exec(line)?.[1] ?? []);
+    if (!indexed.some((name) => !subqueries.has(name))) return;
+    if (wasmHeapBytes() + databaseFileBytes(target) + 2 * imageBytes > limits.memoryBudgetBytes) return;
+    await io.control.progress("Running: copying the column images into tables, for a better join plan.");
+    for (const view of views) {
+      const name = quoteIdentifier(view);
+      const copy = quoteIdentifier(`${view}_table`);
+      target.run(`CREATE TABLE main.${copy} AS SELECT * FROM temp.${name}`);
+      measure(); // the peak: the copy and the images it came from
+      target.run(`DROP VIEW temp.${name}`);
+      target.run(`ALTER TABLE main.${copy} RENAME TO ${name}`);
+      for (const image of images.filter((image) => image.view === view)) {
+        target.run(`DETACH ${quoteIdentifier(image.schema)}`);
+        image.db.close();
+        imageBytes -= image.bytes;
+      }
+      measure();
+    }
+    images.splice(0, images.length);
   };
   // Messages speak of the data items as the user named them, not of the internal tables.
   let internalNames: { alias: string; name: string }[] = [];
@@ -238,6 +281,7 @@ export async function runQuery(
       stats.bytesLoaded = before + loaded.bytes;
       measure();
     }
+    await tableInsteadOfViews(db, names.sql);
     stats.loadMs = clock() - loadStarted;
     db.run("PRAGMA query_only = 1");
 
@@ -261,7 +305,7 @@ export async function runQuery(
     };
   } finally {
     db?.close();
-    for (const image of images) image.close();
+    for (const image of images) image.db.close();
   }
 }
 
