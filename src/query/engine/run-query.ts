@@ -161,29 +161,19 @@ export async function runQuery(
     createImageView(target, table.name, attached, `${table.name}_c${fetch[0]}`, recorded.rows);
   };
   /**
-   * When SQLite's plan builds an automatic index over a view of column
-   * images (a self-join, say), it materializes the whole view for it, and
-   * may pick a worse join order than it would for a table. Then each image
-   * view becomes a real table first (INSERT … SELECT inside SQLite, no value
-   * crosses into JavaScript) and its images are let go — if the copy fits
-   * the memory budget; if not, the query runs on the views, slower.
+   * Copies each view of column images into a real table (INSERT … SELECT
+   * inside SQLite, no value crosses into JavaScript, rows in file order) and
+   * lets its images go, when a view would not do: SQLite's plan builds an
+   * automatic index over it (a self-join, say: it would materialize the view
+   * anyway, after picking a worse join order than for a table), or the query
+   * names `rowid`, which a view lacks. Only if the copies fit the memory
+   * budget; if not, the query runs on the views (slower, or failing with
+   * SQLite's message about rowid).
    */
-  const tableInsteadOfViews = async (target: Database, sql: string) => {
+  const tableInsteadOfViews = async (target: Database, sql: string, namesRowid: boolean) => {
     const views = [...new Set(images.map((image) => image.view))];
     if (views.length === 0) return;
-    let plan: string[];
-    try {
-      plan = target.exec(`EXPLAIN QUERY PLAN ${sql}`)[0]?.values.map((row) => String(row[3])) ?? [];
-    } catch {
-      return; // SQLite's own error is reported when the statement is prepared for real.
-    }
-    const subqueries = new Set(
-      plan
-        .flatMap((line) => /^(?:CO-ROUTINE|MATERIALIZE) (\S+)/.exec(line)?.[1] ?? [])
-        .filter((name) => !views.includes(name)),
-    );
-    const indexed = plan.flatMap((line) => /^SEARCH (\S+) USING AUTOMATIC/.exec(line)?.[1] ?? []);
-    if (!indexed.some((name) => !subqueries.has(name))) return;
+    if (!namesRowid && !automaticIndexOnView(target, sql, views)) return;
     if (wasmHeapBytes() + databaseFileBytes(target) + 2 * imageBytes > limits.memoryBudgetBytes) return;
     await io.control.progress("Running: copying the column images into tables, for a better join plan.");
     for (const view of views) {
@@ -281,7 +271,10 @@ export async function runQuery(
       stats.bytesLoaded = before + loaded.bytes;
       measure();
     }
-    await tableInsteadOfViews(db, names.sql);
+    // A view has no rowid; a table copied from it in file order numbers its rows as a loaded table would.
+    const namesRowid =
+      tokens.ok && tokens.tokens.some((t) => t.kind === "identifier" && /^(rowid|oid|_rowid_)$/i.test(t.value));
+    await tableInsteadOfViews(db, names.sql, namesRowid);
     stats.loadMs = clock() - loadStarted;
     db.run("PRAGMA query_only = 1");
 
@@ -395,6 +388,27 @@ function resultType(seen: Set<StorageClass>): DataTypeName {
   if ([...seen].every((s) => s === StorageClass.Integer)) return "INTEGER";
   if ([...seen].every((s) => s === StorageClass.Integer || s === StorageClass.Float)) return "DOUBLE";
   return "STRING";
+}
+
+/**
+ * True when SQLite's plan for `sql` builds an automatic index over one of
+ * `views` (or an alias of one): anything automatically indexed that is not
+ * a subquery the plan itself materializes.
+ */
+function automaticIndexOnView(db: Database, sql: string, views: string[]): boolean {
+  let plan: string[];
+  try {
+    plan = db.exec(`EXPLAIN QUERY PLAN ${sql}`)[0]?.values.map((row) => String(row[3])) ?? [];
+  } catch {
+    return false; // SQLite's own error is reported when the statement is prepared for real.
+  }
+  const subqueries = new Set(
+    plan
+      .flatMap((line) => /^(?:CO-ROUTINE|MATERIALIZE) (\S+)/.exec(line)?.[1] ?? [])
+      .filter((name) => !views.includes(name)),
+  );
+  const indexed = plan.flatMap((line) => /^SEARCH (\S+) USING AUTOMATIC/.exec(line)?.[1] ?? []);
+  return indexed.some((name) => !subqueries.has(name));
 }
 
 /** Bytes of the database's pages, which sql.js keeps in its in-memory file system, outside the WebAssembly heap. */

@@ -63,4 +63,16 @@ describe("join plans over column images", () => {
     expect(tight.control.messages).not.toContain(COPYING);
     expect(tight.csv).toBe(first.csv);
   });
+
+  it("should number rows by rowid in file order, as a loaded table does", async () => {
+    const sql = "SELECT rowid, id, _rowid_ = oid FROM plans.set.sales WHERE rowid IN (1, 2, 17, 3001) ORDER BY rowid";
+
+    const images = await runEngine(sql, ITEMS, { mode: "images" });
+    const csv = await runEngine(sql, ITEMS, { mode: "csv" });
+
+    if (!images.outcome.ok) throw new Error(images.outcome.message);
+    expect(images.control.messages).toContain(COPYING);
+    expect(images.csv).toBe(csv.csv);
+    expect(images.csv).toBe("rowid,id,_rowid_ = oid\n1,1,1\n2,2,1\n17,17,1\n3001,3001,1\n");
+  });
 });
