@@ -14,9 +14,10 @@ export type ImageBuildOutcome = { ok: true; bytes: number[]; passes: number } | 
 
 /**
  * Builds the column images of one stored CSV (see column-images.ts). The
- * columns are built in passes over the file, as many at a time as fit half
- * of what the memory budget leaves beside the WebAssembly heap, so a wide or
- * large file never holds all its images at once; each finished image is
+ * columns are built in passes over the file, as many at a time as are
+ * estimated to fit 70% of what the memory budget leaves beside the
+ * WebAssembly heap (a pass that outgrows the budget after all is redone as
+ * two), so a wide or large file never holds all its images at once; each finished image is
  * stored and freed before the next pass. Storage errors are thrown
  * (TransientError) so the caller can retry; anything else is an outcome.
  */
@@ -28,11 +29,13 @@ export async function buildColumnImages(
 ): Promise<ImageBuildOutcome> {
   const sql = await sqlite();
   const columns = schema.TableDefinition.Columns;
-  const passBudget = Math.max(8 << 20, (memoryBudgetBytes - wasmHeapBytes()) / 2);
-  const passes = planPasses(estimateImageBytes(schema, file.bytes, file.rows), passBudget);
+  const passBudget = Math.max(8 << 20, (memoryBudgetBytes - wasmHeapBytes()) * 0.7);
+  const pending = planPasses(estimateImageBytes(schema, file.bytes, file.rows), passBudget);
   const bytes: number[] = new Array(columns.length).fill(0);
+  let passes = 0;
 
-  for (const pass of passes) {
+  for (let pass = pending.shift(); pass; pass = pending.shift()) {
+    passes++;
     const stream = await io.open().catch((error: unknown) => {
       throw new TransientError(`opening ${file.name} failed: ${String(error)}`);
     });
@@ -40,21 +43,33 @@ export async function buildColumnImages(
     const builders = pass.map((index) => new ColumnImageBuilder(sql, columns[index]!.DataType.DataType));
     // builders[0 … next-1] are finished (closed); the rest are discarded if the pass ends early.
     let next = 0;
+    let overBudget = false;
     try {
-      const held = () => wasmHeapBytes() + builders.reduce((sum, builder) => sum + builder.bytes(), 0);
+      // The images so far, plus the copy export() makes of the largest while the pass finishes.
+      const held = () => {
+        const sizes = builders.map((builder) => builder.bytes());
+        return wasmHeapBytes() + sizes.reduce((sum, size) => sum + size, 0) + Math.max(...sizes);
+      };
+      const current = pass;
       const read = await readStoredCsv(
         stream,
         { name: file.name, options: schema.DataSpecification.DataOptions },
         () => {
           const now = held();
-          return now > memoryBudgetBytes
-            ? `building the column images needs more than the memory budget of ${memoryBudgetBytes} bytes (held ${now})`
-            : null;
+          if (now <= memoryBudgetBytes) return null;
+          overBudget = true;
+          return `building the column images needs more than the memory budget of ${memoryBudgetBytes} bytes (held ${now})`;
         },
         (row) => {
-          for (let j = 0; j < pass.length; j++) builders[j]!.add(row[pass[j]!] ?? "");
+          for (let j = 0; j < current.length; j++) builders[j]!.add(row[current[j]!] ?? "");
         },
       );
+      // The estimate was off: the same columns again, in two passes.
+      if (!read.ok && overBudget && pass.length > 1) {
+        const half = Math.ceil(pass.length / 2);
+        pending.unshift(pass.slice(0, half), pass.slice(half));
+        continue;
+      }
       if (!read.ok) return { ok: false, message: read.message };
       if (read.rows !== file.rows)
         return { ok: false, message: `${file.name} has ${read.rows} rows, the catalog says ${file.rows}` };
@@ -71,5 +86,5 @@ export async function buildColumnImages(
       for (let j = next; j < builders.length; j++) builders[j]!.discard();
     }
   }
-  return { ok: true, bytes, passes: passes.length };
+  return { ok: true, bytes, passes };
 }

@@ -1,5 +1,7 @@
 import { describe, expect, it } from "vitest";
-import { csvCell, runEngine, seededRandom, type MemoryItem } from "../../support/engine";
+import { buildColumnImages } from "../../../src/query/engine/build-images";
+import { wasmHeapBytes } from "../../../src/query/sqlite";
+import { csvCell, runEngine, seededRandom, storedSchema, type MemoryItem } from "../../support/engine";
 
 // Column images are read through views. When SQLite's plan would build an
 // automatic index over such a view (a self-join, a join on a small table),
@@ -74,5 +76,33 @@ describe("join plans over column images", () => {
     expect(images.control.messages).toContain(COPYING);
     expect(images.csv).toBe(csv.csv);
     expect(images.csv).toBe("rowid,id,_rowid_ = oid\n1,1,1\n2,2,1\n17,17,1\n3001,3001,1\n");
+  });
+});
+
+describe("building column images", () => {
+  it("should redo a pass that outgrows the memory budget as two, and build the same images", async () => {
+    const item = sales(20_000);
+    const bytes = new TextEncoder().encode(String(item.data));
+    const build = async (budget: number) => {
+      const images = new Map<number, number>();
+      const outcome = await buildColumnImages(
+        storedSchema(item),
+        { rows: 20_000, bytes: bytes.byteLength, name: "sales" },
+        {
+          open: async () => new Blob([bytes]).stream(),
+          store: async (index, image) => void images.set(index, image.byteLength),
+        },
+        budget,
+      );
+      return { outcome, images };
+    };
+
+    const roomy = await build(1 << 30);
+    // The estimate says all three columns fit one pass; the images do not, beside their largest copy.
+    const tight = await build(wasmHeapBytes() + 420_000);
+
+    expect(roomy.outcome).toMatchObject({ ok: true, passes: 1 });
+    expect(tight.outcome.ok && tight.outcome.passes).toBeGreaterThan(1);
+    expect([...tight.images]).toEqual([...roomy.images]);
   });
 });
