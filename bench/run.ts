@@ -95,7 +95,7 @@ function options() {
         "  --var           passed to wrangler dev as --var NAME:VALUE (e.g. QUERY_MEMORY_BUDGET_BYTES=...)",
         "  --no-reference  skip sqlite3 and DuckDB",
         "  --no-inspector  no memory pass (the Worker isolate's heap read through DevTools)",
-        "  --readme        also write the table into bench/README.md (between the bench:latest markers)",
+        "  --readme        also write the tables into bench/README.md and README.md (between the bench:latest markers)",
         "",
       ].join("\n"),
     );
@@ -466,21 +466,23 @@ async function caseOnce(
 const START = "<!-- bench:latest:start -->";
 const END = "<!-- bench:latest:end -->";
 
+/** Writes the tables between the bench:latest markers of bench/README.md and of the project's README. */
 function updateReadme(markdown: string): void {
-  const path = join(BENCH, "README.md");
-  const text = readFileSync(path, "utf8");
-  const from = text.indexOf(START);
-  const to = text.indexOf(END);
-  if (from < 0 || to < from) {
-    log(`README: no ${START} … ${END} section; not updated`);
-    return;
-  }
   // The table's own title becomes a sub-heading of the README's section.
   const body = markdown.replace(/^# (.*)\n+/, "**$1.** ").replace(/^## /gm, "#### ");
-  writeFileSync(path, `${text.slice(0, from + START.length)}\n\n${body.trim()}\n\n${text.slice(to)}`);
-  const prettier = spawnSync(join(ROOT, "node_modules/.bin/prettier"), ["--write", path], { encoding: "utf8" });
-  if (prettier.status !== 0) log(`README: prettier failed: ${prettier.stderr}`);
-  log("updated bench/README.md");
+  for (const path of [join(BENCH, "README.md"), join(ROOT, "README.md")]) {
+    const text = readFileSync(path, "utf8");
+    const from = text.indexOf(START);
+    const to = text.indexOf(END);
+    if (from < 0 || to < from) {
+      log(`${path}: no ${START} … ${END} section; not updated`);
+      continue;
+    }
+    writeFileSync(path, `${text.slice(0, from + START.length)}\n\n${body.trim()}\n\n${text.slice(to)}`);
+    const prettier = spawnSync(join(ROOT, "node_modules/.bin/prettier"), ["--write", path], { encoding: "utf8" });
+    if (prettier.status !== 0) log(`${path}: prettier failed: ${prettier.stderr}`);
+    log(`updated ${path}`);
+  }
 }
 
 await main();
