@@ -1,5 +1,11 @@
 import { describe, expect, it } from "vitest";
-import { readMultipart, type FilePart, type MultipartFailure, type MultipartSpec } from "../../src/storage/multipart";
+import {
+  BODY_READ_MIN_BYTES,
+  readMultipart,
+  type FilePart,
+  type MultipartFailure,
+  type MultipartSpec,
+} from "../../src/storage/multipart";
 import { BOUNDARY, bytesOf, multipartBody, type RawPart } from "../support/catalog";
 
 const SPEC: MultipartSpec = {
@@ -96,6 +102,43 @@ describe("readMultipart", () => {
 
     expect(pulledAtFirstChunk).toBeGreaterThan(0);
     expect(pulledAtFirstChunk).toBeLessThan(Math.ceil(body.length / 1024) / 2);
+  });
+
+  it("should read a byte stream (as a request body is) in pieces of BODY_READ_MIN_BYTES, not as it was enqueued", async () => {
+    const text = "0123456789abcde\n".repeat(Math.ceil((2.5 * BODY_READ_MIN_BYTES) / 16));
+    const body = multipartBody([file(text)]);
+    let at = 0;
+    const stream = new ReadableStream({
+      type: "bytes",
+      pull(controller) {
+        if (at >= body.length) return controller.close();
+        controller.enqueue(body.slice(at, at + 4096));
+        at += 4096;
+      },
+    });
+    const sizes: number[] = [];
+    let received = "";
+    const decoder = new TextDecoder();
+
+    const result = await readMultipart(
+      stream,
+      CONTENT_TYPE,
+      { ...SPEC, maxFileBytes: 4 * BODY_READ_MIN_BYTES },
+      async (_f, part) => {
+        for await (const chunk of part.stream) {
+          sizes.push(chunk.length);
+          received += decoder.decode(chunk, { stream: true });
+        }
+        return sizes.length;
+      },
+    );
+
+    expect(result).toEqual({ ok: true, value: sizes.length });
+    expect(received + decoder.decode()).toBe(text);
+    // Three reads (the last one short); busboy may hold back a few bytes that could start the boundary.
+    expect(sizes.length).toBeLessThanOrEqual(4);
+    expect(sizes.length).toBeGreaterThanOrEqual(3);
+    for (const size of sizes.slice(0, 2)) expect(size).toBeGreaterThanOrEqual(BODY_READ_MIN_BYTES - 1024);
   });
 
   it("should read the body to its end when the handler stops reading the file early", async () => {
