@@ -1,5 +1,5 @@
 import { createRoute, z } from "@hono/zod-openapi";
-import { findReadableDataItem } from "../../catalog/access";
+import { findReadableDataItem, type Viewer } from "../../catalog/access";
 import { deleteDataItem, ORPHAN_GRACE_SECONDS } from "../../catalog/datasets";
 import { loadKeys } from "../../auth/keys";
 import type { StoredDataSchema } from "../../ingest/data-schema";
@@ -31,6 +31,13 @@ function dataNotFound(account: string, dataset: string, data: string) {
   return notFound(`Data ${account}/${dataset}/${data} not found, or you may not access it.`);
 }
 
+/** The data item a path names, when the caller may read it; the same 404 when it does not exist or may not be seen. */
+async function readableItem(db: D1Database, principal: Viewer, path: z.infer<typeof DataParams>) {
+  const found = await findReadableDataItem(db, principal, path.AccountName, path.DatasetName, path.DataName);
+  if (!found) throw dataNotFound(path.AccountName, path.DatasetName, path.DataName);
+  return found;
+}
+
 dataRoutes.route("/", uploadRoute);
 
 dataRoutes.openapi(
@@ -53,8 +60,7 @@ dataRoutes.openapi(
   }),
   async (c) => {
     const { AccountName, DatasetName, DataName } = c.req.valid("param");
-    const found = await findReadableDataItem(c.env.DB, c.get("principal"), AccountName, DatasetName, DataName);
-    if (!found) throw dataNotFound(AccountName, DatasetName, DataName);
+    const found = await readableItem(c.env.DB, c.get("principal"), { AccountName, DatasetName, DataName });
     const config = c.get("config");
     const keys = await loadKeys(c.env, config);
     const gz = found.item.deliveryType === "GZIP" && !/\.gz$/i.test(DataName);
@@ -87,8 +93,7 @@ dataRoutes.openapi(
   }),
   async (c) => {
     const { AccountName, DatasetName, DataName } = c.req.valid("param");
-    const found = await findReadableDataItem(c.env.DB, c.get("principal"), AccountName, DatasetName, DataName);
-    if (!found) throw dataNotFound(AccountName, DatasetName, DataName);
+    const found = await readableItem(c.env.DB, c.get("principal"), { AccountName, DatasetName, DataName });
     return c.json({ ...envelope(200, "OK"), Data: { Schema: found.item.schema } }, 200);
   },
 );
@@ -113,8 +118,7 @@ dataRoutes.openapi(
   }),
   async (c) => {
     const { AccountName, DatasetName, DataName } = c.req.valid("param");
-    const found = await findReadableDataItem(c.env.DB, c.get("principal"), AccountName, DatasetName, DataName);
-    if (!found) throw dataNotFound(AccountName, DatasetName, DataName);
+    const found = await readableItem(c.env.DB, c.get("principal"), { AccountName, DatasetName, DataName });
     const { item } = found;
     const columns = (JSON.parse(item.schema) as StoredDataSchema).TableDefinition.Columns.length;
     const images = parseColumnImages(item.columnImages, columns);
