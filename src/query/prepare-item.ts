@@ -62,6 +62,21 @@ export async function prepareColumnImages(
     columns: keys.map((key, index) => ({ key, bytes: built.bytes[index]! })),
   };
   if (await recordColumnImages(env.DB, target, JSON.stringify(images), keys)) return "built";
+  // The same version's images were recorded by another build meanwhile (a message delivered twice, or the cron's
+  // request beside the upload's): the keys are theirs, just overwritten with the same images. Deleting them would
+  // leave the catalog pointing at nothing; keep them, and off the orphan list while the version is current.
+  const current = await findDataItem(env.DB, target.datasetId, target.name);
+  if (current?.version === target.version && current.columnImages) {
+    await env.DB.batch(
+      keys.map((key) =>
+        env.DB.prepare(
+          `DELETE FROM orphan_objects WHERE object_key = ? AND EXISTS (SELECT 1 FROM data_items
+           WHERE dataset_id = ? AND name = ? AND version = ? AND column_images IS NOT NULL)`,
+        ).bind(key, target.datasetId, target.name, target.version),
+      ),
+    );
+    return "already built";
+  }
   await discard();
   return "stale";
 }

@@ -1,8 +1,8 @@
 import { createExecutionContext, createMessageBatch, getQueueResult, type QueueResult } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { expect, vi } from "vitest";
-import { consumeDeadQueries, consumeQueries } from "../../src/query/consumer";
-import type { QueryMessage } from "../../src/query/queries";
+import { consumeDeadQueries, consumeQueries, type WorkMessage } from "../../src/query/consumer";
+import type { PrepareMessage } from "../../src/query/prepare-item";
 import type { QueryRecord } from "../../src/query/query-record";
 import type { QueryState } from "../../src/query/query-state";
 import { createDataset, followDownload, uploadOk } from "./catalog";
@@ -35,30 +35,36 @@ export interface QueryListData {
 const NO_METRICS = { metrics: { backlogCount: 0, backlogBytes: 0 } };
 
 /**
- * A stand-in for the query queue: it keeps what is sent, and, when built
- * with a consumer environment, runs the consumer on each message as a real
- * queue would, in the background. Tests thereby decide when a query runs,
- * instead of racing the local queue.
+ * A stand-in for the query queue: it keeps what is sent (queries, and the
+ * column-image requests of uploads and the cron), and, when built with a
+ * consumer environment, runs the consumer on each message as a real queue
+ * would, in the background. Tests thereby decide when a query runs or
+ * images are built, instead of racing the local queue.
  */
-export class TestQueue implements Queue<QueryMessage> {
-  readonly sent: QueryMessage[] = [];
+export class TestQueue implements Queue<WorkMessage> {
+  readonly sent: WorkMessage[] = [];
   private readonly runs: Promise<ConsumerOutcome>[] = [];
 
   constructor(private readonly consumerEnv: Partial<Env> | null = null) {}
 
-  async send(body: QueryMessage): Promise<QueueSendResponse> {
+  async send(body: WorkMessage): Promise<QueueSendResponse> {
     this.sent.push(body);
-    if (this.consumerEnv) this.runs.push(consume([body.queryId], this.consumerEnv));
+    if (this.consumerEnv) this.runs.push(deliver([body], this.consumerEnv));
     return { metadata: NO_METRICS };
   }
 
-  async sendBatch(messages: Iterable<MessageSendRequest<QueryMessage>>): Promise<QueueSendBatchResponse> {
+  async sendBatch(messages: Iterable<MessageSendRequest<WorkMessage>>): Promise<QueueSendBatchResponse> {
     for (const message of messages) await this.send(message.body);
     return { metadata: NO_METRICS };
   }
 
   async metrics(): Promise<QueueMetrics> {
     return { backlogCount: this.sent.length, backlogBytes: 0 };
+  }
+
+  /** The column-image requests sent so far. */
+  prepares(): PrepareMessage[] {
+    return this.sent.filter((body): body is PrepareMessage => "prepare" in body);
   }
 
   /** What the consumer did with every message sent so far. */
@@ -87,18 +93,31 @@ export interface ConsumerOutcome {
  * test pool's messages do not keep retry options, so each message's retry
  * is watched for its delay.
  */
-export async function consume(
+export function consume(
   queryIds: string[],
   overrides: Partial<Env> = {},
   options: { attempts?: number; dead?: boolean } = {},
 ): Promise<ConsumerOutcome> {
-  const batch = createMessageBatch<QueryMessage>(
+  return deliver(
+    queryIds.map((queryId) => ({ queryId })),
+    overrides,
+    options,
+  );
+}
+
+/** Delivers messages of any kind (queries, column-image requests) to the real consumer, as consume() does. */
+export async function deliver(
+  bodies: WorkMessage[],
+  overrides: Partial<Env> = {},
+  options: { attempts?: number; dead?: boolean } = {},
+): Promise<ConsumerOutcome> {
+  const batch = createMessageBatch<WorkMessage>(
     options.dead ? "dqs-queries-dlq" : "dqs-queries",
-    queryIds.map((queryId) => ({
+    bodies.map((body) => ({
       id: `message-${++messageCounter}`,
       timestamp: new Date(),
       attempts: options.attempts ?? 1,
-      body: { queryId },
+      body,
     })),
   );
   const retries = batch.messages.map((message) => vi.spyOn(message, "retry"));
