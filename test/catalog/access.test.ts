@@ -120,6 +120,15 @@ const OPERATIONS: Operation[] = [
     },
   },
   {
+    name: "read how an item is stored in",
+    needs: "read",
+    run: (caller, dataset) => get(caller, `/v1/data/${account()}/${dataset}/item.csv/metadata/storage`),
+    async succeeded(response) {
+      const body = await readEnvelope<{ Size: number; RowCount: number; QueryReady: boolean }>(response, 200);
+      expect(body.Data).toMatchObject({ Size: ITEM.length, RowCount: 2, QueryReady: false });
+    },
+  },
+  {
     name: "upload to",
     needs: "write",
     run: (caller, dataset) => upload(caller.accessToken, `${account()}/${dataset}/item.csv`, REPLACEMENT),

@@ -113,6 +113,19 @@ describe("GET /v1/openapi.json", () => {
     expect(Object.keys(me.responses)).toContain("401");
   });
 
+  it("should document GET /data/.../metadata/storage as experimental, with bearer security and DataStorageResponse", () => {
+    const storage = operation("/data/{AccountName}/{DatasetName}/{DataName}/metadata/storage", "get");
+
+    expect(storage.tags).toEqual(expect.arrayContaining(["data", "experimental"]));
+    expect(storage.security).toEqual([{ Bearer: [] }]);
+    const data = resolve(jsonSchema(storage.responses["200"]).properties?.Data);
+    expect(Object.keys(data.properties ?? {}).sort()).toEqual(
+      ["ColumnImageBytes", "DeliveryType", "QueryReady", "RowCount", "Size", "UploadedAt", "Version"].sort(),
+    );
+    expect(data.properties?.QueryReady?.type).toBe("boolean");
+    expect(Object.keys(storage.responses)).toEqual(expect.arrayContaining(["200", "401", "404"]));
+  });
+
   it("should define the bearer scheme as HTTP bearer with JWT", () => {
     expect(doc.components.securitySchemes.Bearer).toMatchObject({
       type: "http",
