@@ -104,8 +104,8 @@ class IngestRun {
   ) {
     this.hasHeader = options.dataOptions?.Header ?? true;
     this.maxRowChars = options.limits.maxRowChars ?? DEFAULT_MAX_ROW_CHARS;
-    this.rows = new CsvRowReader(options.dataOptions?.Delimiter ?? ",", this.maxRowChars);
     this.router = new RowRouter(options.tableDefinition, this.hasHeader, MAX_VIOLATIONS);
+    this.rows = new CsvRowReader(options.dataOptions?.Delimiter ?? ",", this.maxRowChars, this.router);
   }
 
   takeBytes(bytes: Uint8Array): IngestResult | undefined {

@@ -1,4 +1,5 @@
 import * as Papa from "papaparse";
+import { RowSpans, scanPlainRows, type SpanSink } from "./csv-spans";
 
 /**
  * Splits CSV text that arrives in pieces into rows, with papaparse's
@@ -12,6 +13,11 @@ import * as Papa from "papaparse";
  * decompression chunks do not each pay a parser call, and when a batch
  * completes no row (one very long quoted field), the next attempt waits
  * until the kept text has doubled, which keeps the work linear.
+ *
+ * With a `SpanSink`, plain rows skip papaparse: they are read in place by
+ * csv-spans.ts and handed to the sink as they are found, before (and so in
+ * file order with) the rows `push` returns, which papaparse read from the
+ * first row the fast path did not take.
  */
 
 /** The shape of what `Papa.Parser.parse` returns (its typings say `any`). */
@@ -47,11 +53,13 @@ export class CsvRowReader {
   private scanAt = 0;
   private scanInQuotes = false;
   private scanAtFieldStart = true;
+  private readonly spans = new RowSpans();
 
   /** `maxRowChars` bounds the text kept for one row, so an unclosed quote cannot hold the whole file in memory. */
   constructor(
     private readonly delimiter: string,
     private readonly maxRowChars: number,
+    private readonly spanSink?: SpanSink,
   ) {}
 
   /** Adds text; with `flush`, parses now instead of waiting for a full batch. Returns the rows it completed. */
@@ -92,22 +100,36 @@ export class CsvRowReader {
 
   private parsePending(final: boolean): ReadRows {
     if (this.pending === "") return NO_ROWS;
+    if (!final && this.spanSink && this.newline !== "\r") {
+      const { consumed, stop } = scanPlainRows(this.pending, this.delimiter, this.newline!, this.spans, this.spanSink);
+      if (consumed > 0) {
+        this.pending = this.pending.slice(consumed);
+        this.parseAt = MIN_PARSE_CHARS;
+      }
+      if (stop === "stopped") return NO_ROWS;
+      // What is left is the start of a row (no complete row, as papaparse would find too).
+      if (stop === "incomplete") return consumed > 0 ? NO_ROWS : this.noCompleteRow(this.pending.length);
+    }
     const result: PapaChunkResult = this.parser!.parse(this.pending, 0, !final);
     const rows = result.data;
     if (final) {
       this.pending = "";
+    } else if (rows.length === 0) {
+      const tooLong = this.noCompleteRow(this.pending.length - result.meta.cursor);
+      if (!tooLong.ok) return tooLong;
     } else {
-      const rest = this.pending.length - result.meta.cursor;
-      if (rows.length === 0) {
-        if (rest > this.maxRowChars) return { ok: false, reason: "row-too-long" };
-        this.parseAt = Math.min(Math.max(MIN_PARSE_CHARS, rest * 2), this.maxRowChars + 1);
-      } else {
-        this.pending = this.pending.slice(result.meta.cursor);
-        this.parseAt = MIN_PARSE_CHARS;
-      }
+      this.pending = this.pending.slice(result.meta.cursor);
+      this.parseAt = MIN_PARSE_CHARS;
     }
     if (this.newline === "\n") stripCarriageReturns(rows);
     return { ok: true, rows, malformedRows: malformedRowIndexes(result.errors, rows.length) };
+  }
+
+  /** The kept text holds no complete row: fail if it is already too long, else wait until it has doubled. */
+  private noCompleteRow(rest: number): ReadRows {
+    if (rest > this.maxRowChars) return { ok: false, reason: "row-too-long" };
+    this.parseAt = Math.min(Math.max(MIN_PARSE_CHARS, rest * 2), this.maxRowChars + 1);
+    return NO_ROWS;
   }
 
   /**

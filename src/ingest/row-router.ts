@@ -1,5 +1,6 @@
 import type { Column, TableDefinition } from "./data-schema";
 import type { RowBatch } from "./csv-rows";
+import { RowSpans, type SpanSink } from "./csv-spans";
 import {
   TableInference,
   TableValidator,
@@ -18,8 +19,12 @@ const BLANK_ROW: readonly string[] = [""];
  * data rows from 1. Blank lines before the first row and after the last
  * are ignored; blank lines in between are rows (NULL in a one-column
  * table, a field-count violation otherwise).
+ *
+ * Rows come either as strings (from papaparse) or, on the fast path, as
+ * ranges of the text (`takeSpans`); a plain data row of the right width
+ * goes straight to the check, anything else takes the string route.
  */
-export class RowRouter {
+export class RowRouter implements SpanSink {
   /** Data rows accepted so far (header excluded). */
   rowCount = 0;
   /** Whether any non-blank line was seen. */
@@ -29,6 +34,7 @@ export class RowRouter {
   private inference: TableInference | undefined;
   private headerPending: boolean;
   private blankRun = 0;
+  private readonly stringRow = new RowSpans();
 
   constructor(
     private readonly tableDefinition: TableDefinition | undefined,
@@ -58,6 +64,19 @@ export class RowRouter {
     }
   }
 
+  /** Routes one row read in place; false once the violation list is full. */
+  takeSpans(row: RowSpans): boolean {
+    const sink = this.sink;
+    const blank = row.count === 1 && row.starts[0] === row.ends[0];
+    if (sink === undefined || this.headerPending || this.blankRun > 0 || blank || row.count !== sink.width) {
+      this.take({ rows: [row.fields()], malformedRows: [] });
+    } else {
+      this.sawContent = true;
+      sink.accept(row, ++this.rowCount, this.violations);
+    }
+    return !this.violations.full;
+  }
+
   /** Where the next row would be, for messages: "the header row" or "data row N". */
   nextRowDescription(): string {
     return this.headerPending ? "the header row" : `data row ${this.rowCount + this.blankRun + 1}`;
@@ -85,7 +104,7 @@ export class RowRouter {
         message: `row ${row} has ${plural(fields.length, "field")}${blank}, expected ${this.sink.width}`,
       });
     } else {
-      this.sink.accept(fields, row, this.violations);
+      this.sink.accept(this.stringRow.fill(fields), row, this.violations);
     }
   }
 

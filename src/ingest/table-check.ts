@@ -1,3 +1,4 @@
+import type { RowSpans } from "./csv-spans";
 import { generatedColumn, type Column } from "./data-schema";
 import { clipValue, quoteForMessage } from "./quote";
 import {
@@ -35,8 +36,8 @@ export class ViolationList {
 export interface RowSink {
   /** Number of fields every row must have. */
   readonly width: number;
-  /** Takes a row that already has `width` fields. */
-  accept(fields: readonly string[], row: number, violations: ViolationList): void;
+  /** Takes a row that already has `width` fields (read in place: see csv-spans.ts). */
+  accept(fields: RowSpans, row: number, violations: ViolationList): void;
 }
 
 /** Checks rows against a given TableDefinition: each value convertible, NULL only where allowed. */
@@ -56,23 +57,26 @@ export class TableValidator implements RowSink {
     this.checks = this.types.map((type) => (type === "STRING" ? undefined : valueCheck(type)));
   }
 
-  accept(fields: readonly string[], row: number, violations: ViolationList): void {
+  accept(fields: RowSpans, row: number, violations: ViolationList): void {
+    const { texts, starts, ends } = fields;
     for (let column = 0; column < this.width; column++) {
-      const value = fields[column]!;
-      if (value.length === 0) {
+      const start = starts[column]!;
+      const end = ends[column]!;
+      if (start === end) {
         if (!this.nullable[column]) {
           violations.add({
             row,
             column: this.names[column]!,
-            value,
+            value: "",
             message: `row ${row}, column ${quoteForMessage(this.names[column]!)}: the value is empty, but the column is not nullable`,
           });
         }
         continue;
       }
       const check = this.checks[column];
-      if (check !== undefined && !check(value)) {
+      if (check !== undefined && !check(texts[column]!, start, end)) {
         const type = this.types[column]!;
+        const value = fields.field(column);
         violations.add({
           row,
           column: this.names[column]!,
@@ -96,14 +100,16 @@ export class TableInference implements RowSink {
     this.sawValue = new Uint8Array(this.width);
   }
 
-  accept(fields: readonly string[]): void {
+  accept(fields: RowSpans): void {
+    const { texts, starts, ends } = fields;
     const candidates = this.candidates;
     for (let column = 0; column < this.width; column++) {
-      const value = fields[column]!;
-      if (value.length === 0) continue;
+      const start = starts[column]!;
+      const end = ends[column]!;
+      if (start === end) continue;
       this.sawValue[column] = 1;
       const left = candidates[column]!;
-      if (left !== 0) candidates[column] = narrowCandidates(left, value);
+      if (left !== 0) candidates[column] = narrowCandidates(left, texts[column]!, start, end);
     }
   }
 

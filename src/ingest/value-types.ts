@@ -48,74 +48,97 @@ const INT64_DIGITS = 19;
 const INT64_MAX = 9223372036854775807n;
 const INT64_MIN_MAGNITUDE = 9223372036854775808n;
 
-const DOUBLE_PATTERN = /^[+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?$/;
 // Below this length, and without an exponent, a decimal cannot overflow to Infinity.
 const DOUBLE_SAFE_LENGTH = 300;
+const LOWER_E = 101;
 
 function isDigit(code: number): boolean {
   return code >= ZERO && code <= NINE;
 }
 
-/** Whether `text` is an INTEGER: optional sign, ASCII digits, within signed 64 bits. */
-export function isIntegerText(text: string): boolean {
-  const length = text.length;
-  let start = 0;
-  const first = text.charCodeAt(0);
-  if (first === PLUS || first === MINUS) start = 1;
-  if (start === length) return false;
+/*
+ * Every check reads the field `text[start, end)` in place, so a caller that
+ * holds a whole chunk of the file need not cut each field out of it; the
+ * result never depends on characters outside the range.
+ */
+
+/** Whether `text[start, end)` is an INTEGER: optional sign, ASCII digits, within signed 64 bits. */
+export function isIntegerText(text: string, start = 0, end = text.length): boolean {
+  const first = text.charCodeAt(start);
+  let at = first === PLUS || first === MINUS ? start + 1 : start;
+  if (at >= end) return false;
   let significant = -1;
-  for (let i = start; i < length; i++) {
-    const code = text.charCodeAt(i);
+  for (; at < end; at++) {
+    const code = text.charCodeAt(at);
     if (!isDigit(code)) return false;
-    if (significant < 0 && code !== ZERO) significant = i;
+    if (significant < 0 && code !== ZERO) significant = at;
   }
   if (significant < 0) return true;
-  const digits = length - significant;
+  const digits = end - significant;
   if (digits < INT64_DIGITS) return true;
   if (digits > INT64_DIGITS) return false;
   // Only 19-digit magnitudes can fall either side of the limit; BigInt settles them exactly.
-  const magnitude = BigInt(text.slice(significant));
+  const magnitude = BigInt(text.slice(significant, end));
   return first === MINUS ? magnitude <= INT64_MIN_MAGNITUDE : magnitude <= INT64_MAX;
 }
 
-/** Whether `text` is a DOUBLE: finite decimal or exponent notation. */
-export function isDoubleText(text: string): boolean {
-  if (!DOUBLE_PATTERN.test(text)) return false;
-  if (text.length < DOUBLE_SAFE_LENGTH && !hasExponent(text)) return true;
-  return Number.isFinite(Number(text));
-}
-
-function hasExponent(text: string): boolean {
-  for (let i = text.length - 1; i > 0; i--) {
-    const code = text.charCodeAt(i) | 0x20;
-    if (code === 101) return true;
+/** Whether `text[start, end)` is a DOUBLE: `[+-](digits[.digits] | .digits)[e[+-]digits]`, and finite. */
+export function isDoubleText(text: string, start = 0, end = text.length): boolean {
+  let at = start;
+  let code = text.charCodeAt(at);
+  if (code === PLUS || code === MINUS) code = text.charCodeAt(++at);
+  let mantissaDigits = 0;
+  while (at < end && isDigit(code)) {
+    mantissaDigits++;
+    code = text.charCodeAt(++at);
   }
-  return false;
+  if (at < end && code === DOT) {
+    code = text.charCodeAt(++at);
+    while (at < end && isDigit(code)) {
+      mantissaDigits++;
+      code = text.charCodeAt(++at);
+    }
+  }
+  if (mantissaDigits === 0) return false;
+  let exponent = false;
+  if (at < end && (code | 0x20) === LOWER_E) {
+    code = text.charCodeAt(++at);
+    if (at < end && (code === PLUS || code === MINUS)) code = text.charCodeAt(++at);
+    const digitsFrom = at;
+    while (at < end && isDigit(code)) code = text.charCodeAt(++at);
+    if (at === digitsFrom) return false;
+    exponent = true;
+  }
+  if (at !== end) return false;
+  if (end - start < DOUBLE_SAFE_LENGTH && !exponent) return true;
+  return Number.isFinite(Number(text.slice(start, end)));
 }
 
-/** Whether `text` is a BOOLEAN: true/false in any letter case, or 1/0. */
-export function isBooleanText(text: string): boolean {
-  return booleanValue(text) !== undefined;
+/** Whether `text[start, end)` is a BOOLEAN: true/false in any letter case, or 1/0. */
+export function isBooleanText(text: string, start = 0, end = text.length): boolean {
+  return booleanValue(text, start, end) !== undefined;
 }
 
 // Lower-casing by OR-ing 0x20 only works for letters; the digits and other characters compared here never collide.
-function booleanValue(text: string): 1 | 0 | undefined {
-  switch (text.length) {
-    case 1:
-      return text === "1" ? 1 : text === "0" ? 0 : undefined;
+function booleanValue(text: string, start: number, end: number): 1 | 0 | undefined {
+  switch (end - start) {
+    case 1: {
+      const code = text.charCodeAt(start);
+      return code === ZERO + 1 ? 1 : code === ZERO ? 0 : undefined;
+    }
     case 4:
-      return (text.charCodeAt(0) | 0x20) === 116 &&
-        (text.charCodeAt(1) | 0x20) === 114 &&
-        (text.charCodeAt(2) | 0x20) === 117 &&
-        (text.charCodeAt(3) | 0x20) === 101
+      return (text.charCodeAt(start) | 0x20) === 116 &&
+        (text.charCodeAt(start + 1) | 0x20) === 114 &&
+        (text.charCodeAt(start + 2) | 0x20) === 117 &&
+        (text.charCodeAt(start + 3) | 0x20) === 101
         ? 1
         : undefined;
     case 5:
-      return (text.charCodeAt(0) | 0x20) === 102 &&
-        (text.charCodeAt(1) | 0x20) === 97 &&
-        (text.charCodeAt(2) | 0x20) === 108 &&
-        (text.charCodeAt(3) | 0x20) === 115 &&
-        (text.charCodeAt(4) | 0x20) === 101
+      return (text.charCodeAt(start) | 0x20) === 102 &&
+        (text.charCodeAt(start + 1) | 0x20) === 97 &&
+        (text.charCodeAt(start + 2) | 0x20) === 108 &&
+        (text.charCodeAt(start + 3) | 0x20) === 115 &&
+        (text.charCodeAt(start + 4) | 0x20) === 101
         ? 0
         : undefined;
     default:
@@ -123,8 +146,9 @@ function booleanValue(text: string): 1 | 0 | undefined {
   }
 }
 
-/** Two ASCII digits at `at` as a number, or -1. */
-function twoDigits(text: string, at: number): number {
+/** Two ASCII digits at `at` as a number, or -1 (also when they would run past `end`). */
+function twoDigits(text: string, at: number, end: number): number {
+  if (at + 2 > end) return -1;
   const high = text.charCodeAt(at);
   const low = text.charCodeAt(at + 1);
   if (!isDigit(high) || !isDigit(low)) return -1;
@@ -136,71 +160,71 @@ function daysInMonth(year: number, month: number): number {
   return month === 4 || month === 6 || month === 9 || month === 11 ? 30 : 31;
 }
 
-/** Whether `text` starts with a valid `YYYY-MM-DD` (the caller checks what follows). */
-function hasDatePrefix(text: string): boolean {
-  const century = twoDigits(text, 0);
-  const yearInCentury = twoDigits(text, 2);
+/** Whether a valid `YYYY-MM-DD` starts at `start` (the caller checks what follows; `end` bounds the reads). */
+function hasDatePrefix(text: string, start: number, end: number): boolean {
+  if (end - start < 10) return false;
+  const century = twoDigits(text, start, end);
+  const yearInCentury = twoDigits(text, start + 2, end);
   if (century < 0 || yearInCentury < 0) return false;
-  if (text.charCodeAt(4) !== MINUS || text.charCodeAt(7) !== MINUS) return false;
-  const month = twoDigits(text, 5);
-  const day = twoDigits(text, 8);
+  if (text.charCodeAt(start + 4) !== MINUS || text.charCodeAt(start + 7) !== MINUS) return false;
+  const month = twoDigits(text, start + 5, end);
+  const day = twoDigits(text, start + 8, end);
   if (month < 1 || month > 12 || day < 1) return false;
   return day <= daysInMonth(century * 100 + yearInCentury, month);
 }
 
-/** Whether `text` is a DATE: `YYYY-MM-DD` and a real calendar day. */
-export function isDateText(text: string): boolean {
-  return text.length === 10 && hasDatePrefix(text);
+/** Whether `text[start, end)` is a DATE: `YYYY-MM-DD` and a real calendar day. */
+export function isDateText(text: string, start = 0, end = text.length): boolean {
+  return end - start === 10 && hasDatePrefix(text, start, end);
 }
 
-/** Whether `text` is a TIMESTAMP: ISO 8601 date and time, optional seconds, fraction and zone. */
-export function isTimestampText(text: string): boolean {
-  return timestampZoneStart(text) >= 0;
+/** Whether `text[start, end)` is a TIMESTAMP: ISO 8601 date and time, optional seconds, fraction and zone. */
+export function isTimestampText(text: string, start = 0, end = text.length): boolean {
+  return timestampZoneStart(text, start, end) >= 0;
 }
 
 /**
- * Validates a TIMESTAMP and returns where its zone designator starts
- * (`text.length` when there is none), or -1 when `text` is not one.
+ * Validates a TIMESTAMP in `text[start, end)` and returns where its zone
+ * designator starts (`end` when there is none), or -1 when it is not one.
  */
-function timestampZoneStart(text: string): number {
-  const length = text.length;
-  if (length < 16 || !hasDatePrefix(text)) return -1;
-  const separator = text.charCodeAt(10);
+function timestampZoneStart(text: string, start: number, end: number): number {
+  if (end - start < 16 || !hasDatePrefix(text, start, end)) return -1;
+  const separator = text.charCodeAt(start + 10);
   if (separator !== UPPER_T && separator !== SPACE) return -1;
-  const hour = twoDigits(text, 11);
-  const minute = twoDigits(text, 14);
-  if (hour < 0 || hour > 23 || text.charCodeAt(13) !== COLON || minute < 0 || minute > 59) return -1;
-  let at = 16;
-  if (at < length && text.charCodeAt(at) === COLON) {
-    const second = twoDigits(text, at + 1);
+  const hour = twoDigits(text, start + 11, end);
+  const minute = twoDigits(text, start + 14, end);
+  if (hour < 0 || hour > 23 || text.charCodeAt(start + 13) !== COLON || minute < 0 || minute > 59) return -1;
+  let at = start + 16;
+  if (at < end && text.charCodeAt(at) === COLON) {
+    const second = twoDigits(text, at + 1, end);
     if (second < 0 || second > 59) return -1;
     at += 3;
-    if (at < length && text.charCodeAt(at) === DOT) {
+    if (at < end && text.charCodeAt(at) === DOT) {
       let digits = 0;
       at++;
-      while (at < length && isDigit(text.charCodeAt(at))) {
+      while (at < end && isDigit(text.charCodeAt(at))) {
         at++;
         digits++;
       }
       if (digits < 1 || digits > 9) return -1;
     }
   }
-  if (at === length) return length;
+  if (at === end) return end;
   const zone = text.charCodeAt(at);
-  if (zone === UPPER_Z) return at + 1 === length ? at : -1;
+  if (zone === UPPER_Z) return at + 1 === end ? at : -1;
   if (zone !== PLUS && zone !== MINUS) return -1;
-  const offsetHour = twoDigits(text, at + 1);
+  const offsetHour = twoDigits(text, at + 1, end);
   if (offsetHour < 0 || offsetHour > 23) return -1;
-  const rest = length - (at + 3);
+  const rest = end - (at + 3);
   if (rest === 0) return at;
   const minuteAt = rest === 3 && text.charCodeAt(at + 3) === COLON ? at + 4 : rest === 2 ? at + 3 : -1;
   if (minuteAt < 0) return -1;
-  const offsetMinute = twoDigits(text, minuteAt);
+  const offsetMinute = twoDigits(text, minuteAt, end);
   return offsetMinute >= 0 && offsetMinute <= 59 ? at : -1;
 }
 
-/** Checks one non-empty field against a type. */
-export type ValueCheck = (text: string) => boolean;
+/** Checks one non-empty field, `text[start, end)`, against a type. */
+export type ValueCheck = (text: string, start: number, end: number) => boolean;
 
 const acceptAnything: ValueCheck = () => true;
 
@@ -244,14 +268,14 @@ export function toSqlValue(type: DataTypeName, text: string): SqlValue {
     case "DOUBLE":
       return Number(text);
     case "BOOLEAN":
-      return booleanValue(text) ?? null;
+      return booleanValue(text, 0, text.length) ?? null;
     case "TIMESTAMP":
       return canonicalTimestamp(text);
   }
 }
 
 function canonicalTimestamp(text: string): string {
-  const zoneAt = timestampZoneStart(text);
+  const zoneAt = timestampZoneStart(text, 0, text.length);
   const hasSeconds = text.charCodeAt(16) === COLON;
   const clock = hasSeconds ? text.slice(11, zoneAt) : `${text.slice(11, 16)}:00`;
   const local = `${text.slice(0, 10)}T${clock}`;
@@ -273,9 +297,9 @@ function canonicalTimestamp(text: string): string {
 function zoneOffsetMinutes(text: string, zoneAt: number): number {
   const sign = text.charCodeAt(zoneAt);
   if (sign === UPPER_Z) return 0;
-  const hours = twoDigits(text, zoneAt + 1);
+  const hours = twoDigits(text, zoneAt + 1, text.length);
   const rest = text.length - (zoneAt + 3);
-  const minutes = rest === 0 ? 0 : twoDigits(text, rest === 3 ? zoneAt + 4 : zoneAt + 3);
+  const minutes = rest === 0 ? 0 : twoDigits(text, rest === 3 ? zoneAt + 4 : zoneAt + 3, text.length);
   const total = hours * 60 + minutes;
   return sign === MINUS ? -total : total;
 }
@@ -290,27 +314,27 @@ export const INFER_TIMESTAMP = 16;
 export const INFER_ALL = 31;
 
 /**
- * Narrows a column's candidate set by one non-empty field. Numbers written
- * with a redundant leading zero (`007`, `-01.5`) do not count as INTEGER or
- * DOUBLE here, so codes such as ZIP codes keep their zeros as STRING; a
- * declared INTEGER or DOUBLE column still accepts them.
+ * Narrows a column's candidate set by one non-empty field, `text[start, end)`.
+ * Numbers written with a redundant leading zero (`007`, `-01.5`) do not
+ * count as INTEGER or DOUBLE here, so codes such as ZIP codes keep their
+ * zeros as STRING; a declared INTEGER or DOUBLE column still accepts them.
  */
-export function narrowCandidates(candidates: number, text: string): number {
+export function narrowCandidates(candidates: number, text: string, start = 0, end = text.length): number {
   let fits = 0;
-  if (candidates & (INFER_INTEGER | INFER_DOUBLE) && !hasRedundantLeadingZero(text)) {
-    if (candidates & INFER_INTEGER && isIntegerText(text)) fits |= INFER_INTEGER | INFER_DOUBLE;
-    else if (candidates & INFER_DOUBLE && isDoubleText(text)) fits |= INFER_DOUBLE;
+  if (candidates & (INFER_INTEGER | INFER_DOUBLE) && !hasRedundantLeadingZero(text, start, end)) {
+    if (candidates & INFER_INTEGER && isIntegerText(text, start, end)) fits |= INFER_INTEGER | INFER_DOUBLE;
+    else if (candidates & INFER_DOUBLE && isDoubleText(text, start, end)) fits |= INFER_DOUBLE;
   }
-  if (candidates & INFER_BOOLEAN && isBooleanText(text)) fits |= INFER_BOOLEAN;
-  if (candidates & INFER_DATE && isDateText(text)) fits |= INFER_DATE;
-  if (candidates & INFER_TIMESTAMP && isTimestampText(text)) fits |= INFER_TIMESTAMP;
+  if (candidates & INFER_BOOLEAN && isBooleanText(text, start, end)) fits |= INFER_BOOLEAN;
+  if (candidates & INFER_DATE && isDateText(text, start, end)) fits |= INFER_DATE;
+  if (candidates & INFER_TIMESTAMP && isTimestampText(text, start, end)) fits |= INFER_TIMESTAMP;
   return candidates & fits;
 }
 
-function hasRedundantLeadingZero(text: string): boolean {
-  const first = text.charCodeAt(0);
-  const at = first === PLUS || first === MINUS ? 1 : 0;
-  return text.charCodeAt(at) === ZERO && isDigit(text.charCodeAt(at + 1));
+function hasRedundantLeadingZero(text: string, start: number, end: number): boolean {
+  const first = text.charCodeAt(start);
+  const at = first === PLUS || first === MINUS ? start + 1 : start;
+  return at + 1 < end && text.charCodeAt(at) === ZERO && isDigit(text.charCodeAt(at + 1));
 }
 
 /**

@@ -176,17 +176,92 @@ describe("TIMESTAMP", () => {
 });
 
 describe("valueCheck", () => {
+  const check = (type: DataTypeName, text: string) => valueCheck(type)(text, 0, text.length);
+
   it("should accept any text for STRING", () => {
-    expect(valueCheck("STRING")("anything at all")).toBe(true);
+    expect(check("STRING", "anything at all")).toBe(true);
   });
 
   it("should use the matching check for each other type", () => {
-    expect(valueCheck("INTEGER")("12")).toBe(true);
-    expect(valueCheck("INTEGER")("1.5")).toBe(false);
-    expect(valueCheck("DOUBLE")("1.5")).toBe(true);
-    expect(valueCheck("BOOLEAN")("FALSE")).toBe(true);
-    expect(valueCheck("DATE")("2024-01-01")).toBe(true);
-    expect(valueCheck("TIMESTAMP")("2024-01-01")).toBe(false);
+    expect(check("INTEGER", "12")).toBe(true);
+    expect(check("INTEGER", "1.5")).toBe(false);
+    expect(check("DOUBLE", "1.5")).toBe(true);
+    expect(check("BOOLEAN", "FALSE")).toBe(true);
+    expect(check("DATE", "2024-01-01")).toBe(true);
+    expect(check("TIMESTAMP", "2024-01-01")).toBe(false);
+  });
+});
+
+// A seeded generator, so a failure names an input that can be replayed.
+function randomTexts(seed: number, count: number, alphabet: string, maxLength: number): string[] {
+  let state = seed;
+  const next = () => {
+    state = (Math.imul(state, 1103515245) + 12345) >>> 0;
+    return state / 2 ** 32;
+  };
+  return Array.from({ length: count }, () => {
+    const length = Math.floor(next() * (maxLength + 1));
+    let text = "";
+    for (let i = 0; i < length; i++) text += alphabet[Math.floor(next() * alphabet.length)];
+    return text;
+  });
+}
+
+describe("checks on a range of a longer text", () => {
+  const checks = { isIntegerText, isDoubleText, isBooleanText, isDateText, isTimestampText };
+  const samples = [
+    ...randomTexts(1, 3000, "0123456789+-.eE", 8),
+    ...randomTexts(2, 3000, "0123456789-:T Z+.", 30),
+    "2024-02-29",
+    "2024-02-29T12:34:56.123456789+05:30",
+    "2024-01-31 13:45",
+    "2024-01-31T13:45:00Z",
+    "9223372036854775807",
+    "-9223372036854775808",
+    "true",
+    "FALSE",
+    "1",
+    "0",
+    "1e5",
+    ".5",
+    "1.",
+  ];
+  // Characters that would change the answer if a check read past either end of its range.
+  const surroundings = [
+    ["", ""],
+    ["7", "9"],
+    ["+", "e5"],
+    ["2024-01-0", ":00"],
+    ["x", "Z"],
+    ['"', '"'],
+  ] as const;
+
+  it.each(Object.entries(checks))("%s should answer for a range as for the same text alone", (_, check) => {
+    for (const text of samples) {
+      const alone = check(text);
+      for (const [before, after] of surroundings) {
+        const embedded = `${before}${text}${after}`;
+        expect([text, before, check(embedded, before.length, before.length + text.length)]).toEqual([
+          text,
+          before,
+          alone,
+        ]);
+      }
+    }
+  });
+
+  it("narrowCandidates should answer for a range as for the same text alone", () => {
+    for (const text of samples.filter((sample) => sample !== "")) {
+      const alone = narrowCandidates(INFER_ALL, text);
+      expect([text, narrowCandidates(INFER_ALL, `00${text}11`, 2, 2 + text.length)]).toEqual([text, alone]);
+    }
+  });
+
+  it("isDoubleText should accept exactly the decimal and exponent notation of its pattern", () => {
+    const pattern = /^[+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?$/;
+    for (const text of randomTexts(3, 20000, "0123456789+-.eE x", 7)) {
+      expect([text, isDoubleText(text)]).toEqual([text, pattern.test(text) && Number.isFinite(Number(text))]);
+    }
   });
 });
 

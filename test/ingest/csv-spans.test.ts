@@ -1,0 +1,163 @@
+import { describe, expect, it } from "vitest";
+import { CsvRowReader, type ReadRows } from "../../src/ingest/csv-rows";
+import { RowSpans, scanPlainRows, type SpanSink } from "../../src/ingest/csv-spans";
+
+const MAX_ROW = 1024 * 1024;
+
+/** A row as the reader gave it, and whether papaparse flagged its quoting. */
+type Seen = [fields: string[], malformed: boolean];
+
+function take(read: ReadRows, into: Seen[]): void {
+  if (!read.ok) throw new Error(`unexpected ${read.reason}`);
+  read.rows.forEach((fields, index) => into.push([fields, read.malformedRows.includes(index)]));
+}
+
+/**
+ * Feeds `pieces` to a reader and returns every row in file order, with how
+ * many went through the fast path. Without `fast` the reader is papaparse alone.
+ */
+function readAll(pieces: readonly string[], delimiter: string, fast: boolean): { rows: Seen[]; fastRows: number } {
+  const rows: Seen[] = [];
+  let fastRows = 0;
+  const sink: SpanSink = {
+    takeSpans(row) {
+      fastRows++;
+      rows.push([row.fields(), false]);
+      return true;
+    },
+  };
+  const reader = new CsvRowReader(delimiter, MAX_ROW, fast ? sink : undefined);
+  for (const piece of pieces) take(reader.push(piece), rows);
+  take(reader.end(), rows);
+  return { rows, fastRows };
+}
+
+// Seeded, so a failure names an input that can be replayed.
+function generator(seed: number) {
+  let state = seed >>> 0;
+  const next = () => {
+    state = (Math.imul(state, 1664525) + 1013904223) >>> 0;
+    return state / 2 ** 32;
+  };
+  return { next, pick: <T>(items: readonly T[]): T => items[Math.floor(next() * items.length)]! };
+}
+
+function randomCuts(text: string, random: ReturnType<typeof generator>): string[] {
+  const pieces: string[] = [];
+  let at = 0;
+  while (at < text.length) {
+    const size = 1 + Math.floor(random.next() * (random.next() < 0.5 ? 8 : 400));
+    pieces.push(text.slice(at, at + size));
+    at += size;
+  }
+  return pieces;
+}
+
+/** Text of CSV-ish tokens: mostly plain, with every shape the fast path must leave to papaparse. */
+function tokenSoup(random: ReturnType<typeof generator>, delimiter: string, newline: string): string {
+  const tokens = ["a", "bc", "12", "-3.5", "2024-01-02", delimiter, delimiter, '"', '""', newline, newline];
+  const rare = ["\r", "\n", "\r\n", " ", '" ', ' "', "é", "\uFEFF", ","];
+  let text = "";
+  const count = Math.floor(random.next() * 120);
+  for (let i = 0; i < count; i++) text += random.next() < 0.9 ? random.pick(tokens) : random.pick(rare);
+  return text;
+}
+
+/** Well-formed CSV: unquoted and quoted fields (with escaped quotes, delimiters and line breaks inside). */
+function wellFormed(random: ReturnType<typeof generator>, delimiter: string, newline: string): string {
+  const unquoted = ["", "x", "42", "3.25", "2024-05-06T07:08:09Z", "true", "hello world", "Zoë"];
+  const quoted = ['""', '"a,b"', '"say ""hi"""', '"line\nbreak"', '"cr\r\nlf"', '""""', `"${delimiter}"`];
+  const width = 1 + Math.floor(random.next() * 5);
+  const rows: string[] = [];
+  const count = Math.floor(random.next() * 30);
+  for (let r = 0; r < count; r++) {
+    const fields = Array.from({ length: width }, () =>
+      random.next() < 0.3 ? random.pick(quoted) : random.pick(unquoted),
+    );
+    rows.push(fields.join(delimiter));
+  }
+  return rows.join(newline) + (random.next() < 0.7 ? newline : "");
+}
+
+describe("the fast path against papaparse", () => {
+  // The fewest rows the fast path must have taken over 400 texts, or the comparison proves little.
+  const cases: [string, (random: ReturnType<typeof generator>, d: string, n: string) => string, number][] = [
+    ["well-formed CSV", wellFormed, 1000],
+    ["random tokens", tokenSoup, 200],
+  ];
+  for (const [name, make, leastFast] of cases) {
+    for (const [delimiter, newline] of [
+      [",", "\n"],
+      [",", "\r\n"],
+      [";", "\r\n"],
+      ["\t", "\n"],
+      [",", "\r"],
+    ] as const) {
+      it(`should read ${name} (delimiter ${JSON.stringify(delimiter)}, line ending ${JSON.stringify(newline)}) into the same rows, however it is cut`, () => {
+        let fastRows = 0;
+        for (let seed = 1; seed <= 400; seed++) {
+          const random = generator(seed * 7919 + delimiter.charCodeAt(0) + newline.length);
+          const text = make(random, delimiter, newline);
+          const pieces = randomCuts(text, random);
+          const expected = readAll([text], delimiter, false).rows;
+          const fast = readAll(pieces, delimiter, true);
+          expect({ seed, text, rows: fast.rows }).toEqual({ seed, text, rows: expected });
+          fastRows += fast.fastRows;
+        }
+        // Old Mac files never take the fast path (random tokens may well pick another line ending first).
+        if (newline !== "\r") expect(fastRows).toBeGreaterThan(leastFast);
+        else if (make === wellFormed) expect(fastRows).toBe(0);
+      });
+    }
+  }
+});
+
+describe("scanPlainRows", () => {
+  function scan(text: string, newline: "\n" | "\r\n" = "\n") {
+    const rows: string[][] = [];
+    const result = scanPlainRows(text, ",", newline, new RowSpans(), {
+      takeSpans(row) {
+        rows.push(row.fields());
+        return rows.length < 3;
+      },
+    });
+    return { rows, ...result };
+  }
+
+  it("should take plain rows and stop at the start of an unfinished one", () => {
+    const text = 'a,"b,c",d\n"x ""y""",,z\nlast,ro';
+    expect(scan(text)).toEqual({
+      rows: [
+        ["a", "b,c", "d"],
+        ['x "y"', "", "z"],
+      ],
+      consumed: text.indexOf("last"),
+      stop: "incomplete",
+    });
+  });
+
+  it("should leave a row with a quote inside an unquoted field to papaparse", () => {
+    expect(scan('a,b\nab"c,d\n')).toEqual({ rows: [["a", "b"]], consumed: 4, stop: "unusual" });
+  });
+
+  it("should leave a row with text after a closing quote to papaparse", () => {
+    expect(scan('"a" ,b\n')).toEqual({ rows: [], consumed: 0, stop: "unusual" });
+  });
+
+  it("should leave a CR LF line ending in an LF file to papaparse", () => {
+    expect(scan("a,b\nc,d\r\n")).toEqual({ rows: [["a", "b"]], consumed: 4, stop: "unusual" });
+  });
+
+  it("should keep a lone LF inside a field of a CRLF file as data", () => {
+    expect(scan("a\nb,c\r\n", "\r\n")).toEqual({ rows: [["a\nb", "c"]], consumed: 7, stop: "incomplete" });
+  });
+
+  it("should wait for the character after a closing quote before ending the field", () => {
+    expect(scan('a,"b"')).toMatchObject({ rows: [], consumed: 0, stop: "incomplete" });
+    expect(scan('a,"b""')).toMatchObject({ rows: [], consumed: 0, stop: "incomplete" });
+  });
+
+  it("should stop when the sink asks, after the row it took", () => {
+    expect(scan("1\n2\n3\n4\n")).toEqual({ rows: [["1"], ["2"], ["3"]], consumed: 6, stop: "stopped" });
+  });
+});
