@@ -73,7 +73,6 @@ export type ScanStop =
   | "stopped";
 
 const QUOTE = 34;
-
 const LF = 10;
 const CR = 13;
 
@@ -83,10 +82,11 @@ const CR = 13;
  * `newline` is the file's line ending; only "\n" and "\r\n" are scanned
  * (old Mac "\r" files go to papaparse whole).
  *
- * Fields are found with the platform's `indexOf` (a native search, several
- * times faster than reading character by character in JavaScript): the
- * next delimiter, the next line ending and the next quote. As papaparse
- * reads them, a CR or LF that is not the line ending is data.
+ * A row without a double quote in it is split with the platform's
+ * `indexOf` (a native search, several times faster than reading character
+ * by character in JavaScript); inside it, a CR or LF that is not the line
+ * ending is data, as papaparse reads it. A row with a quote in it is read
+ * character by character.
  */
 export function scanPlainRows(
   text: string,
@@ -96,70 +96,101 @@ export function scanPlainRows(
   sink: SpanSink,
 ): { consumed: number; stop: ScanStop } {
   const length = text.length;
-  const crlf = newline === "\r\n";
   const delimiterCode = delimiter.charCodeAt(0);
+  const crlf = newline === "\r\n";
   let rowStart = 0;
-  // The next line ending and the next quote at or after where they were last looked for (length: none).
-  let lineEnd = -1;
-  let quote = -1;
-  let at = 0;
+  // The first quote at or after rowStart (length when there is none); looked up again once passed.
+  let nextQuote = -1;
   for (;;) {
-    row.count = 0;
-    // One field per turn.
-    for (;;) {
-      if (text.charCodeAt(at) === QUOTE && at < length) {
-        const from = at + 1;
-        let close = text.indexOf('"', from);
-        let escaped = false;
-        while (close >= 0 && text.charCodeAt(close + 1) === QUOTE) {
-          escaped = true;
-          close = text.indexOf('"', close + 2);
-        }
-        // Without the character after the closing quote, the field may not be over ("" split in two).
-        if (close < 0 || close + 1 >= length) return { consumed: rowStart, stop: "incomplete" };
-        if (escaped) {
-          const value = text.slice(from, close).replaceAll('""', '"');
-          row.push(value, 0, value.length);
-        } else {
-          row.push(text, from, close);
-        }
-        at = close + 1;
-        const code = text.charCodeAt(at);
-        if (code === delimiterCode) {
-          at++;
-          continue;
-        }
-        if (crlf ? code === CR && text.charCodeAt(at + 1) === LF : code === LF) {
-          at += newline.length;
-          break;
-        }
-        if (crlf && code === CR && at + 1 >= length) return { consumed: rowStart, stop: "incomplete" };
-        // Anything else after a closing quote (spaces, a stray CR) is papaparse's to read.
-        return { consumed: rowStart, stop: "unusual" };
-      }
-      if (lineEnd < at) {
-        lineEnd = text.indexOf(newline, at);
-        if (lineEnd < 0) return { consumed: rowStart, stop: "incomplete" };
-      }
-      if (quote < at) {
-        quote = text.indexOf('"', at);
-        if (quote < 0) quote = length;
-      }
-      const found = text.indexOf(delimiter, at);
-      const end = found >= 0 && found < lineEnd ? found : lineEnd;
-      // A quote inside an unquoted field: papaparse keeps it as data, but this scanner leaves such rows to it.
-      if (quote < end) return { consumed: rowStart, stop: "unusual" };
-      row.push(text, at, end);
-      if (end !== lineEnd) {
-        at = end + 1;
-        continue;
-      }
-      // papaparse keeps a CR before LF in an LF file, and csv-rows.ts then drops it: papaparse reads those rows.
-      if (!crlf && end > at && text.charCodeAt(end - 1) === CR) return { consumed: rowStart, stop: "unusual" };
-      at = lineEnd + newline.length;
-      break;
+    const lineEnd = text.indexOf(newline, rowStart);
+    if (lineEnd < 0) return { consumed: rowStart, stop: "incomplete" };
+    if (nextQuote < rowStart) {
+      nextQuote = text.indexOf('"', rowStart);
+      if (nextQuote < 0) nextQuote = length;
     }
-    rowStart = at;
+    let next: number;
+    if (nextQuote > lineEnd) {
+      // papaparse keeps a CR before LF in an LF file as data, and csv-rows.ts then drops it: papaparse reads those.
+      if (!crlf && text.charCodeAt(lineEnd - 1) === CR && lineEnd > rowStart)
+        return { consumed: rowStart, stop: "unusual" };
+      splitUnquoted(text, delimiter, rowStart, lineEnd, row);
+      next = lineEnd + newline.length;
+    } else {
+      next = readQuotedRow(text, delimiterCode, crlf, rowStart, row);
+      if (next === INCOMPLETE) return { consumed: rowStart, stop: "incomplete" };
+      if (next === UNUSUAL) return { consumed: rowStart, stop: "unusual" };
+    }
+    rowStart = next;
     if (!sink.takeSpans(row)) return { consumed: rowStart, stop: "stopped" };
+  }
+}
+
+const INCOMPLETE = -1;
+const UNUSUAL = -2;
+
+/** Splits `text[from, end)`, which has no quote, at each delimiter. */
+function splitUnquoted(text: string, delimiter: string, from: number, end: number, row: RowSpans): void {
+  row.count = 0;
+  let at = from;
+  for (;;) {
+    const found = text.indexOf(delimiter, at);
+    if (found < 0 || found >= end) break;
+    row.push(text, at, found);
+    at = found + 1;
+  }
+  row.push(text, at, end);
+}
+
+/**
+ * Reads the row starting at `from` character by character; returns where
+ * the next row starts, INCOMPLETE when the text ends first, or UNUSUAL when
+ * the row is not plain RFC 4180 (papaparse reads it instead).
+ */
+function readQuotedRow(text: string, delimiter: number, crlf: boolean, from: number, row: RowSpans): number {
+  const length = text.length;
+  row.count = 0;
+  let at = from;
+  for (;;) {
+    let code: number;
+    if (at < length && text.charCodeAt(at) === QUOTE) {
+      const start = at + 1;
+      let close = text.indexOf('"', start);
+      let escaped = false;
+      while (close >= 0 && text.charCodeAt(close + 1) === QUOTE) {
+        escaped = true;
+        close = text.indexOf('"', close + 2);
+      }
+      // Without the character after the closing quote, the field may not be over ("" split in two).
+      if (close < 0 || close + 1 >= length) return INCOMPLETE;
+      if (escaped) {
+        const value = text.slice(start, close).replaceAll('""', '"');
+        row.push(value, 0, value.length);
+      } else {
+        row.push(text, start, close);
+      }
+      at = close + 1;
+      code = text.charCodeAt(at);
+    } else {
+      const start = at;
+      code = -1;
+      for (; at < length; at++) {
+        code = text.charCodeAt(at);
+        if (code === delimiter || code === LF || code === CR || code === QUOTE) break;
+      }
+      if (at >= length) return INCOMPLETE;
+      if (code === QUOTE) return UNUSUAL;
+      row.push(text, start, at);
+    }
+    if (code === delimiter) {
+      at++;
+      continue;
+    }
+    // The line ending; a CR or LF that is not one is data to papaparse, so it reads such rows.
+    if (crlf) {
+      if (code !== CR) return UNUSUAL;
+      if (at + 1 >= length) return INCOMPLETE;
+      return text.charCodeAt(at + 1) === LF ? at + 2 : UNUSUAL;
+    }
+    return code === LF ? at + 1 : UNUSUAL;
   }
 }
