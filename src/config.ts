@@ -11,6 +11,8 @@ export interface Config {
   limits: { maxUploadBytes: number; maxCsvBytes: number };
   query: QueryLimits;
   downloadUrlTtlSeconds: number;
+  /** Whether uploads ask the queue to build column images (COLUMN_IMAGES). */
+  columnImages: boolean;
   /** R2 S3 API credentials for presigned download URLs, or null to sign the Worker's own /download/ URLs. */
   r2Presign: { accountId: string; bucketName: string; accessKeyId: string; secretAccessKey: string } | null;
 }
@@ -80,11 +82,12 @@ export function readConfig(env: Env, requestUrl: string): Config {
     },
     query: readQueryLimits(env),
     downloadUrlTtlSeconds: positiveInteger(env, "DOWNLOAD_URL_TTL_SECONDS"),
+    columnImages: columnImagesEnabled(env),
     r2Presign,
   };
 }
 
-/** Whether uploads (and the cron) ask the queue to build column images (COLUMN_IMAGES = "build" | "off"). */
+/** Whether uploads and the cron ask the queue to build column images (COLUMN_IMAGES = "build" | "off"). */
 export function columnImagesEnabled(env: Env): boolean {
   const value = env.COLUMN_IMAGES || "build";
   if (value !== "build" && value !== "off") throw new ConfigError(`COLUMN_IMAGES must be "build" or "off"`);

@@ -83,11 +83,12 @@ export async function prepareColumnImages(
 
 /**
  * Asks the queue to build the column images of a data item's current
- * version. Never fails the caller: a lost request only means queries read
- * the CSV until the cron asks again (see requestMissingImages).
+ * version; the caller checks that they are on (Config.columnImages). Never
+ * fails the caller, which has already committed the upload: a lost request
+ * only means queries read the CSV until the cron asks again (see
+ * requestMissingImages).
  */
 export async function requestColumnImages(env: Env, item: { datasetId: string; name: string }): Promise<void> {
-  if (!columnImagesEnabled(env)) return;
   try {
     const current = await findDataItem(env.DB, item.datasetId, item.name);
     if (!current || current.columnImages) return;

@@ -182,6 +182,22 @@ describe("asking for column images", () => {
 
     expect(queue.sent).toEqual([]);
   });
+
+  it("should refuse an upload with the configuration error, storing nothing, when COLUMN_IMAGES is neither build nor off", async () => {
+    const dataset = bareName("bad");
+    await createDataset(owner.accessToken, owner.accountName, dataset);
+    const queue = new TestQueue();
+    const errors = vi.spyOn(console, "error").mockImplementation(() => undefined);
+
+    const via = serviceWith(queue, { COLUMN_IMAGES: "sometimes" });
+    const response = await upload(owner.accessToken, `${owner.accountName}/${dataset}/x`, CSV, {}, "x.csv", via);
+
+    expect((await readEnvelope(response, 500)).Status.Message).toMatch(/^Internal error/);
+    expect(String(errors.mock.calls[0]?.[0])).toContain("COLUMN_IMAGES must be");
+    expect(await dataItemRow(owner.accountName, dataset, "x")).toBeNull();
+    expect(await objectKeys(`data/${await datasetId(owner.accountName, dataset)}/`)).toEqual([]);
+    expect(queue.sent).toEqual([]);
+  });
 });
 
 describe("building column images", () => {
