@@ -199,18 +199,34 @@ export async function recordColumnImages(
   images: string,
   keys: string[],
 ): Promise<boolean> {
-  const current = `SELECT 1 FROM data_items WHERE dataset_id = ? AND name = ? AND version = ? AND column_images = ?`;
   const [updated] = await db.batch([
     db
       .prepare(
         "UPDATE data_items SET column_images = ? WHERE dataset_id = ? AND name = ? AND version = ? AND column_images IS NULL",
       )
       .bind(images, item.datasetId, item.name, item.version),
-    ...keys.map((key) =>
-      db
-        .prepare(`DELETE FROM orphan_objects WHERE object_key = ? AND EXISTS (${current})`)
-        .bind(key, item.datasetId, item.name, item.version, images),
-    ),
+    ...adoptColumnImageKeys(db, item, keys, images),
   ]);
   return updated?.meta.changes === 1;
+}
+
+/**
+ * Statements that take column-image keys off the orphan list, each only
+ * while the version is current and has images recorded (exactly `images`,
+ * when given). recordColumnImages runs them with its update; a build that
+ * finds the same version's images recorded by another delivery runs them
+ * alone, to keep the keys the catalog now points at.
+ */
+export function adoptColumnImageKeys(
+  db: D1Database,
+  item: { datasetId: string; name: string; version: string },
+  keys: string[],
+  images?: string,
+): D1PreparedStatement[] {
+  const recorded = images === undefined ? "column_images IS NOT NULL" : "column_images = ?";
+  const current = `SELECT 1 FROM data_items WHERE dataset_id = ? AND name = ? AND version = ? AND ${recorded}`;
+  const values = [item.datasetId, item.name, item.version, ...(images === undefined ? [] : [images])];
+  return keys.map((key) =>
+    db.prepare(`DELETE FROM orphan_objects WHERE object_key = ? AND EXISTS (${current})`).bind(key, ...values),
+  );
 }

@@ -1,6 +1,6 @@
 import { findDataItem } from "../catalog/access";
 import { columnImagesEnabled } from "../config";
-import { recordColumnImages } from "../catalog/datasets";
+import { adoptColumnImageKeys, recordColumnImages } from "../catalog/datasets";
 import type { StoredDataSchema } from "../ingest/data-schema";
 import { columnImageKey } from "../storage/keys";
 import { deleteOrphanNow, markOrphan } from "../storage/orphans";
@@ -67,14 +67,7 @@ export async function prepareColumnImages(
   // leave the catalog pointing at nothing; keep them, and off the orphan list while the version is current.
   const current = await findDataItem(env.DB, target.datasetId, target.name);
   if (current?.version === target.version && current.columnImages) {
-    await env.DB.batch(
-      keys.map((key) =>
-        env.DB.prepare(
-          `DELETE FROM orphan_objects WHERE object_key = ? AND EXISTS (SELECT 1 FROM data_items
-           WHERE dataset_id = ? AND name = ? AND version = ? AND column_images IS NOT NULL)`,
-        ).bind(key, target.datasetId, target.name, target.version),
-      ),
-    );
+    await env.DB.batch(adoptColumnImageKeys(env.DB, target, keys));
     return "already built";
   }
   await discard();
