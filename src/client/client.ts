@@ -3,7 +3,16 @@ import { uploadBody, type UploadData, type UploadOptions } from "./multipart";
 import { columnsOf, parseResultCsv, type ResultColumn, type Row } from "./rows";
 import { tokenSetFromWire, type TokenSet } from "./tokens";
 import { Transport, type Download, type TransportOptions } from "./transport";
-import type { DataInfo, DataSchema, DatasetInfo, DatasetSettings, Permission, QueryState, QueryStatus } from "./types";
+import type {
+  DataInfo,
+  DataSchema,
+  DatasetInfo,
+  DatasetSettings,
+  DataStorage,
+  Permission,
+  QueryState,
+  QueryStatus,
+} from "./types";
 
 /** Where the service is, where the tokens live, and (optionally) the fetch to use. */
 export type DqsClientOptions = TransportOptions;
@@ -255,7 +264,7 @@ export class DqsClient {
   }
 
   /** GET /data/…/metadata/storage (experimental): version, size, rows, and whether the query-ready images are built. */
-  async dataStorage(accountName: string, datasetName: string, dataName: string) {
+  async dataStorage(accountName: string, datasetName: string, dataName: string): Promise<DataStorage> {
     const { body } = await this.transport.json("get", "/data/{AccountName}/{DatasetName}/{DataName}/metadata/storage", {
       params: { AccountName: accountName, DatasetName: datasetName, DataName: dataName },
     });

@@ -8,6 +8,7 @@ type Schemas = components["schemas"];
 
 export type DatasetInfo = Schemas["DatasetInfo"];
 export type DataInfo = Schemas["DataInfo"];
+export type DataStorage = Schemas["DataStorageResponse"]["Data"];
 export type QueryStatus = Schemas["QueryStatus"];
 export type QueryState = QueryStatus["Status"];
 export type DatasetSettings = Schemas["DatasetSettings"];

@@ -1,6 +1,7 @@
 import { env } from "cloudflare:workers";
 import { afterEach, beforeAll, beforeEach, describe, expect, it, vi, type MockInstance } from "vitest";
 import { ORPHAN_GRACE_SECONDS } from "../../src/catalog/datasets";
+import type { DataStorage } from "../../src/client";
 import { runMaintenance } from "../../src/maintenance/scheduled";
 import type { ColumnImages } from "../../src/query/engine/column-images";
 import { requestMissingImages, type PrepareMessage } from "../../src/query/prepare-item";
@@ -23,17 +24,6 @@ import { bareName, deliver, eventually, outcomeOf, runSql, serviceWith, TestQueu
 // the queue (a TestQueue, so the test decides when the consumer runs), the
 // real consumer builds and records them, queries read them, and replacing or
 // deleting the data lists them for the sweep.
-
-/** The Data of GET …/metadata/storage. */
-interface Storage {
-  Version: string;
-  Size: number;
-  RowCount: number;
-  DeliveryType: "RAW" | "GZIP";
-  UploadedAt: string;
-  QueryReady: boolean;
-  ColumnImageBytes: number[] | null;
-}
 
 /** One data item of the owner: where it is, and the queue its upload asked. */
 interface Item {
@@ -107,9 +97,9 @@ function currentRow(item: Item) {
   return dataItemRow(item.account, item.dataset, item.data).then((row) => row!);
 }
 
-async function storageOf(item: Item, token = owner.accessToken): Promise<Storage> {
+async function storageOf(item: Item, token = owner.accessToken): Promise<DataStorage> {
   const response = await call(`/v1/data/${item.path}/metadata/storage`, { headers: authHeader(token) });
-  return (await readEnvelope<Storage>(response, 200)).Data;
+  return (await readEnvelope<DataStorage>(response, 200)).Data;
 }
 
 /** The column_images JSON D1 holds for the data item's current version, parsed. */
