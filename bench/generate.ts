@@ -45,8 +45,8 @@ export interface BenchFile {
   targetCsvBytes: number;
 }
 
-/** Mulberry32: a small, fast, seeded PRNG. */
-function prng(seed: number): () => number {
+/** Mulberry32: a small, fast, seeded PRNG (the differential end-to-end test draws its data from it too). */
+export function prng(seed: number): () => number {
   return () => {
     seed = (seed + 0x6d2b79f5) | 0;
     let t = Math.imul(seed ^ (seed >>> 15), 1 | seed);

@@ -4,6 +4,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import Papa from "papaparse";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { prng } from "../../bench/generate";
 import { httpLogin } from "./support/http-login";
 import { startWranglerDev, type DevServer } from "./support/wrangler-dev";
 
@@ -15,20 +16,11 @@ import { startWranglerDev, type DevServer } from "./support/wrangler-dev";
 const ACCOUNT = "e2e-dan";
 const CATEGORIES = ["north", "south", "east", "west", "ünïcode", "with,comma", 'say "hi"'];
 
-/** Mulberry32: a small seeded PRNG, so every run compares the same data. */
-function prng(seed: number) {
-  return () => {
-    seed = (seed + 0x6d2b79f5) | 0;
-    let t = Math.imul(seed ^ (seed >>> 15), 1 | seed);
-    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
-
 function csvCell(value: string): string {
   return /[",\n\r]/.test(value) ? `"${value.replace(/"/g, '""')}"` : value;
 }
 
+/** Seeded, so every run compares the same data. */
 function generateFacts(rows: number): string {
   const random = prng(20261122);
   const lines = ["id,ts,cat,amount,qty,note,ok,day,big"];
