@@ -1,9 +1,34 @@
 /**
  * The Worker isolate's own memory, read through wrangler's DevTools
  * inspector proxy (Chrome DevTools Protocol, `Runtime.getHeapUsage`): the
- * V8 heap in use and the ArrayBuffer backing stores (where WebAssembly
- * memory and byte buffers live). Unlike the workerd process RSS, this is
- * the isolate alone, without the local D1/R2/queue emulation.
+ * V8 heap in use and the memory V8 accounts outside it (ArrayBuffer backing
+ * stores and what workerd reports for its native objects). WebAssembly
+ * memories are not in it: V8 does not account memories reserved with guard
+ * regions (sql.js's heap, which only grows, is never part of a reading).
+ * Unlike the workerd process RSS, this is the isolate alone, without the
+ * local D1/R2/queue emulation.
+ *
+ * Two measures:
+ * - `measure`: readings as they come, so they include garbage V8 has not
+ *   collected yet (mostly a matter of when its last GC ran);
+ * - `measureHeld`: each reading after two forced full GCs, which is what the
+ *   work actually holds (live memory); V8 collects garbage before it
+ *   fails for lack of memory, so this is the figure to hold against the
+ *   isolate's limit. (Checked against heap snapshots, whose own thorough GC
+ *   left the same ArrayBuffer bytes.)
+ *
+ * Forcing a GC: `HeapProfiler.collectGarbage` is relayed by wrangler's
+ * proxy but workerd never answers it, and nothing is collected (with or
+ * without `HeapProfiler.enable`; workerd 1.20261117). V8's sampling heap
+ * profiler, once started, runs a full GC (`CollectAllGarbage`) at every
+ * `HeapProfiler.getSamplingProfile`; its sampling interval is set so large
+ * that it records next to nothing. A full GC frees ArrayBuffers only when
+ * their sweep is finalized, at the start of the next GC at the latest, so a
+ * reading takes two GCs and the reading itself sent together: workerd
+ * dispatches the inspector messages queued at once under one isolate lock,
+ * so no JavaScript allocates between the GCs and the reading. (Sent one at a
+ * time, a gzip upload — fflate allocates fresh buffers for each 8 KiB slice
+ * it inflates — read ~18 MB above its live set on every sample.)
  */
 
 export interface HeapUsage {
@@ -24,10 +49,23 @@ export interface HeapReport {
   samples: number;
 }
 
+/** `measureHeld`'s report: every reading after forced full GCs. */
+export interface HeldReport extends HeapReport {
+  /** Readings answered after the work had ended, left out of the peak (the queue may have started a build by then). */
+  late: number;
+  /** Milliseconds between the first and the last reading that counted. */
+  spanMs: number;
+}
+
+/** The sampling heap profiler's mean interval between samples, bytes: so large that it records next to nothing. */
+const SAMPLING_INTERVAL_BYTES = 2 ** 30;
+
 export class IsolateInspector {
   private readonly socket: WebSocket;
   private next = 1;
   private readonly pending = new Map<number, (result: unknown) => void>();
+  /** Whether GCs can be forced for `heldUsage` (the sampling heap profiler started and answers). */
+  canCollect = false;
 
   private constructor(socket: WebSocket) {
     this.socket = socket;
@@ -60,13 +98,19 @@ export class IsolateInspector {
         );
       });
       const inspector = new IsolateInspector(socket);
-      return (await inspector.usage()) ? inspector : null;
+      if (!(await inspector.usage())) return null;
+      const started = await inspector.call("HeapProfiler.startSampling", 10_000, {
+        samplingInterval: SAMPLING_INTERVAL_BYTES,
+      });
+      inspector.canCollect =
+        started !== null && (await inspector.call("HeapProfiler.getSamplingProfile", 30_000)) !== null;
+      return inspector;
     } catch {
       return null;
     }
   }
 
-  private call(method: string, timeoutMs: number): Promise<unknown> {
+  private call(method: string, timeoutMs: number, params: object = {}): Promise<unknown> {
     const id = this.next++;
     return new Promise((resolve) => {
       const timer = setTimeout(() => {
@@ -79,7 +123,7 @@ export class IsolateInspector {
         resolve(result);
       });
       try {
-        this.socket.send(JSON.stringify({ id, method, params: {} }));
+        this.socket.send(JSON.stringify({ id, method, params }));
       } catch {
         resolve(null);
       }
@@ -88,16 +132,28 @@ export class IsolateInspector {
 
   /** The isolate's heap now; null when it does not answer in time (busy, or restarting). */
   async usage(timeoutMs = 5_000): Promise<HeapUsage | null> {
-    const result = (await this.call("Runtime.getHeapUsage", timeoutMs)) as {
-      usedSize?: number;
-      totalSize?: number;
-      backingStorageSize?: number;
-    } | null;
-    if (!result || typeof result.usedSize !== "number") return null;
-    return { used: result.usedSize, total: result.totalSize ?? 0, backing: result.backingStorageSize ?? 0 };
+    return toUsage(await this.call("Runtime.getHeapUsage", timeoutMs));
   }
 
-  /** Samples the heap back to back (at most every `everyMs`) while `work` runs. */
+  /**
+   * The isolate's heap after two forced full GCs, the three messages sent at
+   * once (see the top of this file); null when it does not answer in time or
+   * GC cannot be forced.
+   */
+  async heldUsage(timeoutMs = 30_000): Promise<HeapUsage | null> {
+    if (!this.canCollect) return null;
+    const [first, second, usage] = await Promise.all([
+      this.call("HeapProfiler.getSamplingProfile", timeoutMs),
+      this.call("HeapProfiler.getSamplingProfile", timeoutMs),
+      this.call("Runtime.getHeapUsage", timeoutMs),
+    ]);
+    return first !== null && second !== null ? toUsage(usage) : null;
+  }
+
+  /**
+   * Samples the heap back to back (at most every `everyMs`) while `work` runs; readings answered after it
+   * ended do not count (a reading waits while the isolate runs, and the queue may have started a build).
+   */
   async measure<T>(work: () => Promise<T>, everyMs = 20): Promise<{ value: T; heap: HeapReport | null }> {
     const baseline = await this.usage();
     if (!baseline) return { value: await work(), heap: null };
@@ -107,7 +163,7 @@ export class IsolateInspector {
     const sampler = (async () => {
       while (running) {
         const now = await this.usage(30_000);
-        if (now) {
+        if (now && running) {
           samples++;
           if (now.used + now.backing > peak.used + peak.backing) peak = now;
         }
@@ -121,10 +177,48 @@ export class IsolateInspector {
       running = false;
       await sampler;
     }
-    const after = await this.usage();
-    if (after && after.used + after.backing > peak.used + peak.backing) peak = after;
     const delta = peak.used + peak.backing - (baseline.used + baseline.backing);
     return { value, heap: { baseline, peak, delta, samples } };
+  }
+
+  /**
+   * What `work` holds: a baseline after forced GCs, then readings after
+   * forced GCs back to back (at most every `everyMs`; each takes tens of
+   * ms, and waits while the isolate runs a long synchronous stretch) while it
+   * runs. Readings answered after `work` ended do not count. Null heap when
+   * GC cannot be forced.
+   */
+  async measureHeld<T>(work: () => Promise<T>, everyMs = 50): Promise<{ value: T; heap: HeldReport | null }> {
+    const baseline = await this.heldUsage();
+    if (!baseline) return { value: await work(), heap: null };
+    let peak = baseline;
+    let samples = 0;
+    let late = 0;
+    let first = 0;
+    let last = 0;
+    let running = true;
+    const sampler = (async () => {
+      while (running) {
+        const now = await this.heldUsage();
+        if (now && !running) late++;
+        else if (now) {
+          samples++;
+          last = Date.now();
+          first ||= last;
+          if (now.used + now.backing > peak.used + peak.backing) peak = now;
+        }
+        if (running) await new Promise((r) => setTimeout(r, everyMs));
+      }
+    })();
+    let value: T;
+    try {
+      value = await work();
+    } finally {
+      running = false;
+      await sampler;
+    }
+    const delta = peak.used + peak.backing - (baseline.used + baseline.backing);
+    return { value, heap: { baseline, peak, delta, samples, late, spanMs: last - first } };
   }
 
   close(): void {
@@ -134,4 +228,10 @@ export class IsolateInspector {
       // already closed
     }
   }
+}
+
+function toUsage(result: unknown): HeapUsage | null {
+  const r = result as { usedSize?: number; totalSize?: number; backingStorageSize?: number } | null;
+  if (!r || typeof r.usedSize !== "number") return null;
+  return { used: r.usedSize, total: r.totalSize ?? 0, backing: r.backingStorageSize ?? 0 };
 }
