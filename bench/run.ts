@@ -17,8 +17,8 @@ import { compareRows, type RowOrder } from "./compare.ts";
 import { Client, login } from "./dqs.ts";
 import { duckdbVersion, parseCsv, runDuckdb, runSqlite3, sqlite3Version, type EngineRun } from "./engines.ts";
 import { prepareData, type BenchFile } from "./generate.ts";
-import { renderMarkdown, summarize, type CaseRun, type Timed, type UploadRun } from "./report.ts";
-import { IsolateInspector, type HeapReport } from "./inspector.ts";
+import { renderMarkdown, summarize, type CaseRun, type MemoryMode, type Timed, type UploadRun } from "./report.ts";
+import { IsolateInspector, type HeapReport, type HeldReport } from "./inspector.ts";
 import {
   findDescendants,
   killAllStarted,
@@ -59,7 +59,14 @@ export const QUERIES: QueryDef[] = [
   },
 ];
 
-const MEMORY_PASS_UPLOADS = 3;
+/**
+ * The memory pass's measures, in order: each upload (and each query) is run
+ * once per entry. "held": readings after forced full GCs (live memory);
+ * "garbage": readings as they come, garbage not yet collected included.
+ * Forcing GCs changes what the other measure would see, so they never share a run.
+ */
+const MEMORY_PASS_UPLOADS: MemoryMode[] = ["held", "held", "held", "garbage"];
+const MEMORY_PASS_QUERIES: MemoryMode[] = ["held", "garbage"];
 
 interface Collected {
   uploads: UploadRun[];
@@ -217,23 +224,30 @@ async function main() {
     await client.createDataset(ACCOUNT, DATASET);
     await warmUp(client);
 
-    /** One pass: upload every file, then every (file, query). */
+    /**
+     * One pass: upload every file, then every (file, query). Timed: no inspector, one of each.
+     * Memory pass: each upload and each query once per measure in `memory`.
+     */
     const pass = async (
       run: number,
       inspector: IsolateInspector | null,
       reference: boolean,
       into: Collected,
-      uploadRepeats = 1,
+      memory: { uploads: MemoryMode[]; queries: MemoryMode[] } | null = null,
     ) => {
       const uploaded = new Set<string>();
-      for (const file of files.flatMap((f) => Array<BenchFile>(uploadRepeats).fill(f))) {
-        const result = await uploadOnce(client, file, currentPids(), inspector);
+      const uploadModes = memory?.uploads ?? [null];
+      for (const [file, mode] of files.flatMap((f) => uploadModes.map((m) => [f, m] as const))) {
+        const result = await uploadOnce(client, file, currentPids(), inspector, mode);
         into.uploads.push({ run, ...result });
         if (result.ok) uploaded.add(file.label);
         log(
           `  upload ${file.label}: ${result.ok ? `${(file.bytes / 1e6 / result.seconds).toFixed(1)} MB/s` : `FAILED ${result.message}`}` +
             (result.workerRss ? `, workerd RSS +${(result.workerRss.delta / 1e6).toFixed(1)} MB` : "") +
-            (result.isolateHeap ? `, isolate +${(result.isolateHeap.delta / 1e6).toFixed(1)} MB` : "") +
+            (result.isolateHeap ? `, isolate incl. garbage +${(result.isolateHeap.delta / 1e6).toFixed(1)} MB` : "") +
+            (result.isolateHeld
+              ? `, isolate held +${(result.isolateHeld.delta / 1e6).toFixed(1)} MB (${result.isolateHeld.samples} readings after GC)`
+              : "") +
             (result.ok
               ? result.readySeconds === null
                 ? ", column images NOT built"
@@ -241,8 +255,9 @@ async function main() {
               : ""),
         );
       }
+      const queryModes = memory?.queries ?? [null];
       for (const file of files) {
-        for (const query of queries) {
+        for (const [query, mode] of queries.flatMap((q) => queryModes.map((m) => [q, m] as const))) {
           const record = await caseOnce(
             client,
             file,
@@ -251,13 +266,19 @@ async function main() {
             reference,
             currentPids().worker,
             inspector,
+            mode,
           );
           into.cases.push({ run, ...record });
           log(
             `  ${file.label} ${query.id}: dqs ${record.dqs.ok ? `${record.dqs.seconds.toFixed(2)} s` : `FAILED (${record.dqs.message.slice(0, 160)})`}` +
               (record.sqlite3 ? `, sqlite3 ${engineText(record.sqlite3)}` : "") +
               (record.duckdb ? `, duckdb ${engineText(record.duckdb)}` : "") +
-              (record.isolateHeapDelta !== null ? `, isolate +${(record.isolateHeapDelta / 1e6).toFixed(1)} MB` : "") +
+              (record.isolateHeapDelta !== null
+                ? `, isolate incl. garbage +${(record.isolateHeapDelta / 1e6).toFixed(1)} MB`
+                : "") +
+              (record.isolateHeldDelta !== null
+                ? `, isolate held +${(record.isolateHeldDelta / 1e6).toFixed(1)} MB (${record.isolateHeldSamples} readings)`
+                : "") +
               (record.mismatches.length ? `; MISMATCH ${record.mismatches.join("; ")}` : ""),
           );
         }
@@ -275,9 +296,9 @@ async function main() {
       if (!inspector) log("memory pass: the inspector is not available; the isolate's memory is not measured");
       else {
         log("memory pass (DevTools attached; its times are not used)");
+        if (!inspector.canCollect) log("memory pass: no GC can be forced through the inspector; no held figures");
         try {
-          // V8 frees ArrayBuffers lazily, so one reading depends on when the last GC ran: three per file.
-          await pass(0, inspector, false, memory, MEMORY_PASS_UPLOADS);
+          await pass(0, inspector, false, memory, { uploads: MEMORY_PASS_UPLOADS, queries: MEMORY_PASS_QUERIES });
         } finally {
           inspector.close();
         }
@@ -348,11 +369,18 @@ async function uploadOnce(
   file: BenchFile,
   pids: { worker: number[]; proxy: number[] },
   inspector: IsolateInspector | null,
+  mode: MemoryMode | null,
 ): Promise<Omit<UploadRun, "run">> {
   let isolateHeap: HeapReport | null = null;
+  let isolateHeld: HeldReport | null = null;
   const work = async () => {
     const upload = () => client.upload(ACCOUNT, DATASET, DATA_NAME[file.label], file.path);
-    if (!inspector) return upload();
+    if (!inspector || !mode) return upload();
+    if (mode === "held") {
+      const measured = await inspector.measureHeld(upload);
+      isolateHeld = measured.heap;
+      return measured.value;
+    }
     const measured = await inspector.measure(upload);
     isolateHeap = measured.heap;
     return measured.value;
@@ -380,6 +408,8 @@ async function uploadOnce(
       workerRss,
       proxyRss: pids.proxy.length && !(proxyRss as RssReport | null)?.lost ? proxyRss : null,
       isolateHeap,
+      isolateHeld,
+      mode,
     };
   } catch (error) {
     return {
@@ -390,6 +420,8 @@ async function uploadOnce(
       workerRss,
       proxyRss,
       isolateHeap,
+      isolateHeld,
+      mode,
       readySeconds: null,
       imageBytes: null,
     };
@@ -404,6 +436,7 @@ async function caseOnce(
   reference: boolean,
   workerPids: number[],
   inspector: IsolateInspector | null,
+  mode: MemoryMode | null,
 ): Promise<Omit<CaseRun, "run">> {
   const dqsSql = query.sql.replaceAll("{t}", `${ACCOUNT}.${DATASET}.${DATA_NAME[file.label]}`);
   const localSql = query.sql.replaceAll("{t}", "t");
@@ -411,13 +444,23 @@ async function caseOnce(
   let workerRssDelta: number | null = null;
   let isolateHeapDelta: number | null = null;
   let isolatePeakTotal: number | null = null;
+  let isolateHeldDelta: number | null = null;
+  let isolateHeldPeakTotal: number | null = null;
+  let isolateHeldSamples: number | null = null;
   let notes: string[] = [];
   let dqsRows: string[][] | null = null;
   if (!uploaded) dqs = { ok: false, message: "the upload of this file failed in this run", seconds: 0 };
   else {
     try {
       const measured = await measureRss(workerPids, async () => {
-        if (!inspector) return client.query(dqsSql);
+        if (!inspector || !mode) return client.query(dqsSql);
+        if (mode === "held") {
+          const held = await inspector.measureHeld(() => client.query(dqsSql));
+          isolateHeldDelta = held.heap?.delta ?? null;
+          isolateHeldPeakTotal = held.heap ? held.heap.peak.used + held.heap.peak.backing : null;
+          isolateHeldSamples = held.heap?.samples ?? null;
+          return held.value;
+        }
         const inner = await inspector.measure(() => client.query(dqsSql));
         isolateHeapDelta = inner.heap?.delta ?? null;
         isolatePeakTotal = inner.heap ? inner.heap.peak.used + inner.heap.peak.backing : null;
@@ -454,6 +497,10 @@ async function caseOnce(
     workerRssDelta,
     isolateHeapDelta,
     isolatePeakTotal,
+    isolateHeldDelta,
+    isolateHeldPeakTotal,
+    isolateHeldSamples,
+    mode,
     notes,
     sqlite3: sqlite3 && (sqlite3.ok ? { ok: true, seconds: sqlite3.seconds } : sqlite3),
     duckdb: duckdb && (duckdb.ok ? { ok: true, seconds: duckdb.seconds } : duckdb),
