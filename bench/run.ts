@@ -6,6 +6,7 @@
  *   npm run bench                  5 runs
  *   npm run bench -- --quick       1 run
  *   npm run bench -- --runs 3 --files 100k,1m --queries Q1 --var QUERY_MEMORY_BUDGET_BYTES=200000000
+ *   npm run bench -- --uploads-only   uploads only (no queries, no references)
  *   npm run bench -- --readme      also put the table into bench/README.md
  */
 import { spawnSync } from "node:child_process";
@@ -89,6 +90,7 @@ function options() {
       readme: { type: "boolean", default: false },
       "no-reference": { type: "boolean", default: false },
       "no-inspector": { type: "boolean", default: false },
+      "uploads-only": { type: "boolean", default: false },
       help: { type: "boolean", default: false },
     },
     allowPositionals: false,
@@ -97,11 +99,12 @@ function options() {
     process.stdout.write(
       [
         "npm run bench -- [--quick] [--runs N] [--files 100k,1m,1m.gz] [--queries Q1,Q2,Q3]",
-        "                 [--var NAME=VALUE ...] [--no-reference] [--readme]",
+        "                 [--var NAME=VALUE ...] [--no-reference] [--no-inspector] [--uploads-only] [--readme]",
         "  --quick         one run (default: 5)",
         "  --var           passed to wrangler dev as --var NAME:VALUE (e.g. QUERY_MEMORY_BUDGET_BYTES=...)",
         "  --no-reference  skip sqlite3 and DuckDB",
         "  --no-inspector  no memory pass (the Worker isolate's heap read through DevTools)",
+        "  --uploads-only  upload the files (timed runs and memory pass) but run no query",
         "  --readme        also write the tables into bench/README.md and README.md (between the bench:latest markers)",
         "",
       ].join("\n"),
@@ -112,7 +115,7 @@ function options() {
   if (!Number.isInteger(runs) || runs < 1) throw new Error(`--runs must be a positive integer, not ${values.runs}`);
   const files = values.files.split(",").map((f) => f.trim());
   for (const f of files) if (!(f in DATA_NAME)) throw new Error(`unknown file ${f}; use 100k, 1m, 1m.gz`);
-  const queries = values.queries.split(",").map((q) => q.trim().toUpperCase());
+  const queries = values["uploads-only"] ? [] : values.queries.split(",").map((q) => q.trim().toUpperCase());
   for (const q of queries) if (!QUERIES.some((d) => d.id === q)) throw new Error(`unknown query ${q}; use Q1, Q2, Q3`);
   const vars: Record<string, string> = {};
   for (const v of values.var) {
