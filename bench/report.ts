@@ -479,8 +479,9 @@ export function renderMarkdown(summary: Summary): string {
     "Loaded: CSV bytes the query read. Held: the engine's PeakMemoryBytes (WebAssembly heap + database pages), " +
       "also per CSV byte of the file. Isolate held Δ: the Worker isolate's V8 heap used + ArrayBuffers read after forced " +
       "full GCs during the query, peak above the same before (WebAssembly memory, where sql.js works, is not in it: " +
-      "these are the JavaScript side's bytes); isolate held peak: that peak in all; isolate Δ incl. garbage: the same " +
-      "read without forcing GCs, in a run of its own (DevTools, untimed memory pass). " +
+      "these are the JavaScript side's bytes; a reading waits while sql.js runs, so a query gets only a few, between its " +
+      "steps); isolate held peak: that peak in all; isolate Δ incl. garbage: the same read without forcing GCs, in a " +
+      "run of its own (DevTools, untimed memory pass). " +
       "workerd RSS Δ: peak RSS of the Worker's workerd process minus before (timed runs).",
   );
   lines.push("");
