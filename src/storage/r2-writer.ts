@@ -1,12 +1,16 @@
-/** R2 requires every part of a multipart upload but the last to have one size, at least 5 MiB. */
-export const PART_SIZE = 8 * 1024 * 1024;
+/**
+ * R2 requires every part of a multipart upload but the last to have one size,
+ * at least 5 MiB. The minimum keeps what an upload holds small (two parts,
+ * 10 MiB) and the same for every file larger than one part.
+ */
+export const PART_SIZE = 5 * 1024 * 1024;
 
 /**
  * Writes an object of unknown length to R2 while it streams in: small
  * objects go up in one put, large ones as a multipart upload. One part is
  * stored while the next one fills, so the stream keeps flowing during R2's
  * round trips; at most two parts are held in memory, and the buffer of a
- * stored part is filled again (allocating a fresh 8 MiB per part made the
+ * stored part is filled again (allocating a fresh part buffer per part made the
  * isolate's collector work for every part). Nothing is visible under the
  * key until `finish`.
  */
