@@ -55,7 +55,8 @@ export function prng(seed: number): () => number {
   };
 }
 
-function csvCell(value: string): string {
+/** A CSV field, quoted (RFC 4180) when it holds a quote, comma or line break. */
+export function csvCell(value: string): string {
   return /[",\n\r]/.test(value) ? `"${value.replace(/"/g, '""')}"` : value;
 }
 

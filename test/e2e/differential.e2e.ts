@@ -4,7 +4,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import Papa from "papaparse";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { prng } from "../../bench/generate";
+import { csvCell, prng } from "../../bench/generate";
 import { httpLogin } from "./support/http-login";
 import { startWranglerDev, type DevServer } from "./support/wrangler-dev";
 
@@ -15,10 +15,6 @@ import { startWranglerDev, type DevServer } from "./support/wrangler-dev";
 
 const ACCOUNT = "e2e-dan";
 const CATEGORIES = ["north", "south", "east", "west", "ünïcode", "with,comma", 'say "hi"'];
-
-function csvCell(value: string): string {
-  return /[",\n\r]/.test(value) ? `"${value.replace(/"/g, '""')}"` : value;
-}
 
 /** Seeded, so every run compares the same data. */
 function generateFacts(rows: number): string {
