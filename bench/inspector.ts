@@ -159,24 +159,16 @@ export class IsolateInspector {
     if (!baseline) return { value: await work(), heap: null };
     let peak = baseline;
     let samples = 1;
-    let running = true;
-    const sampler = (async () => {
-      while (running) {
-        const now = await this.usage(30_000);
-        if (now && running) {
-          samples++;
-          if (now.used + now.backing > peak.used + peak.backing) peak = now;
-        }
-        await new Promise((r) => setTimeout(r, everyMs));
-      }
-    })();
-    let value: T;
-    try {
-      value = await work();
-    } finally {
-      running = false;
-      await sampler;
-    }
+    const value = await sampleWhile(
+      work,
+      () => this.usage(30_000),
+      everyMs,
+      (now, late) => {
+        if (late) return;
+        samples++;
+        if (now.used + now.backing > peak.used + peak.backing) peak = now;
+      },
+    );
     const delta = peak.used + peak.backing - (baseline.used + baseline.backing);
     return { value, heap: { baseline, peak, delta, samples } };
   }
@@ -196,27 +188,18 @@ export class IsolateInspector {
     let late = 0;
     let first = 0;
     let last = 0;
-    let running = true;
-    const sampler = (async () => {
-      while (running) {
-        const now = await this.heldUsage();
-        if (now && !running) late++;
-        else if (now) {
-          samples++;
-          last = Date.now();
-          first ||= last;
-          if (now.used + now.backing > peak.used + peak.backing) peak = now;
-        }
-        if (running) await new Promise((r) => setTimeout(r, everyMs));
-      }
-    })();
-    let value: T;
-    try {
-      value = await work();
-    } finally {
-      running = false;
-      await sampler;
-    }
+    const value = await sampleWhile(
+      work,
+      () => this.heldUsage(),
+      everyMs,
+      (now, afterWork) => {
+        if (afterWork) return void late++;
+        samples++;
+        last = Date.now();
+        first ||= last;
+        if (now.used + now.backing > peak.used + peak.backing) peak = now;
+      },
+    );
     const delta = peak.used + peak.backing - (baseline.used + baseline.backing);
     return { value, heap: { baseline, peak, delta, samples, late, spanMs: last - first } };
   }
@@ -227,6 +210,33 @@ export class IsolateInspector {
     } catch {
       // already closed
     }
+  }
+}
+
+/**
+ * Runs `work` while taking readings back to back (waiting `everyMs` between
+ * them); each reading goes to `take`, with `afterWork` true when it was
+ * answered only after `work` had ended. Resolves once both are done.
+ */
+async function sampleWhile<T>(
+  work: () => Promise<T>,
+  read: () => Promise<HeapUsage | null>,
+  everyMs: number,
+  take: (reading: HeapUsage, afterWork: boolean) => void,
+): Promise<T> {
+  let running = true;
+  const sampler = (async () => {
+    while (running) {
+      const now = await read();
+      if (now) take(now, !running);
+      if (running) await new Promise((r) => setTimeout(r, everyMs));
+    }
+  })();
+  try {
+    return await work();
+  } finally {
+    running = false;
+    await sampler;
   }
 }
 
