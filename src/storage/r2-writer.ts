@@ -5,17 +5,21 @@
  */
 export const PART_SIZE = 5 * 1024 * 1024;
 
+/** The first buffer's size; it doubles up to PART_SIZE as bytes come, so a small object never takes a whole part. */
+const FIRST_BUFFER_SIZE = 64 * 1024;
+
 /**
  * Writes an object of unknown length to R2 while it streams in: small
  * objects go up in one put, large ones as a multipart upload. One part is
  * stored while the next one fills, so the stream keeps flowing during R2's
  * round trips; at most two parts are held in memory, and the buffer of a
  * stored part is filled again (allocating a fresh part buffer per part made the
- * isolate's collector work for every part). Nothing is visible under the
- * key until `finish`.
+ * isolate's collector work for every part). The first buffer starts small
+ * and grows, so a small object (most query results) holds about its own
+ * size. Nothing is visible under the key until `finish`.
  */
 export class R2StreamWriter {
-  private buffer = new Uint8Array(PART_SIZE);
+  private buffer = new Uint8Array(FIRST_BUFFER_SIZE);
   private filled = 0;
   private upload: R2MultipartUpload | null = null;
   private parts: R2UploadedPart[] = [];
@@ -42,11 +46,19 @@ export class R2StreamWriter {
     let offset = 0;
     while (offset < chunk.byteLength) {
       const take = Math.min(PART_SIZE - this.filled, chunk.byteLength - offset);
+      if (this.filled + take > this.buffer.byteLength) this.grow(this.filled + take);
       this.buffer.set(chunk.subarray(offset, offset + take), this.filled);
       this.filled += take;
       offset += take;
       if (this.filled === PART_SIZE) await this.sendPart(true);
     }
+  }
+
+  /** Makes the buffer hold at least `needed` bytes (at most PART_SIZE), keeping what it has. */
+  private grow(needed: number): void {
+    const grown = new Uint8Array(Math.min(PART_SIZE, Math.max(needed, 2 * this.buffer.byteLength)));
+    grown.set(this.buffer.subarray(0, this.filled));
+    this.buffer = grown;
   }
 
   /** Starts storing the buffer as the next part, after the previous part is stored; a fresh buffer takes what follows. */

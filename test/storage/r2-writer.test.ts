@@ -94,6 +94,24 @@ describe("R2StreamWriter", () => {
     expect(await digest(back)).toBe(await digest(bytes));
   });
 
+  it("should keep every byte while its first buffer grows, for a small object and past one part", async () => {
+    for (const [size, chunk, expected] of [
+      [200_000, 7777, { put: 1, multipart: 0, parts: 0 }],
+      [PART_SIZE + 300_000, 65_537, { put: 0, multipart: 1, parts: 2 }],
+    ] as const) {
+      const { bucket, calls } = countingBucket();
+      const key = uniqueName("growing");
+      const writer = new R2StreamWriter(bucket, key);
+      const bytes = pattern(size);
+
+      await writeInChunks(writer, bytes, chunk);
+      await writer.finish();
+
+      expect(calls).toEqual(expected);
+      expect(await digest(await stored(key))).toBe(await digest(bytes));
+    }
+  });
+
   it("should upload an object of exactly one part size as one part", async () => {
     const { bucket, calls } = countingBucket();
     const key = uniqueName("exact");
