@@ -9,6 +9,10 @@ export interface DownloadGrant {
 }
 
 const encoder = new TextEncoder();
+/** An HMAC-SHA-256 is 32 bytes: 43 base64url characters, the last of which carries 2 spare bits (A, E, I, …, w). */
+const SIGNATURE_PATTERN = /^[A-Za-z0-9_-]{42}[AEIMQUYcgkosw048]$/;
+/** Epoch seconds as we write them: plain digits, no sign, exponent or leading zero. */
+const EXPIRES_PATTERN = /^(0|[1-9]\d{0,14})$/;
 
 function signedText(grant: DownloadGrant): string {
   // Newlines cannot occur in keys or file names we issue, so the fields cannot be shifted into each other.
@@ -44,13 +48,13 @@ export async function verifyDownloadUrl(keys: CryptoKey[], url: URL, nowSeconds:
     return { ok: false, reason: "invalid" };
   }
   const filename = url.searchParams.get("filename");
-  const expires = Number(url.searchParams.get("expires"));
-  const signature = url.searchParams.get("signature");
-  if (!key || filename === null || !Number.isSafeInteger(expires) || !signature)
+  const expiresText = url.searchParams.get("expires") ?? "";
+  const bytes = fromBase64url(url.searchParams.get("signature") ?? "");
+  // Only the digits we issue: "1e3" or " 1000" would name the same second under other text.
+  if (!key || filename === null || !EXPIRES_PATTERN.test(expiresText) || !bytes)
     return { ok: false, reason: "invalid" };
+  const expires = Number(expiresText);
   const grant = { key, filename, expires };
-  const bytes = fromBase64url(signature);
-  if (!bytes) return { ok: false, reason: "invalid" };
   for (const signingKey of keys) {
     if (await crypto.subtle.verify("HMAC", signingKey, bytes, encoder.encode(signedText(grant)))) {
       return expires < nowSeconds ? { ok: false, reason: "expired" } : { ok: true, grant };
@@ -59,8 +63,13 @@ export async function verifyDownloadUrl(keys: CryptoKey[], url: URL, nowSeconds:
   return { ok: false, reason: "invalid" };
 }
 
+/** The signature's bytes, or null unless it is exactly an unpadded base64url HMAC-SHA-256 (43 characters). */
 function fromBase64url(text: string): Uint8Array | null {
-  if (!/^[A-Za-z0-9_-]+$/.test(text)) return null;
-  const binary = atob(text.replace(/-/g, "+").replace(/_/g, "/") + "=".repeat((4 - (text.length % 4)) % 4));
-  return Uint8Array.from(binary, (char) => char.charCodeAt(0));
+  if (!SIGNATURE_PATTERN.test(text)) return null;
+  try {
+    const binary = atob(`${text.replace(/-/g, "+").replace(/_/g, "/")}=`);
+    return Uint8Array.from(binary, (char) => char.charCodeAt(0));
+  } catch {
+    return null;
+  }
 }

@@ -214,6 +214,31 @@ describe("GET /download/...", () => {
     expect(body.Status.Message).toBe("This download link is not valid (it was changed or is incomplete).");
   });
 
+  it.each([
+    "/download/x?filename=a&expires=99999999999&signature=A",
+    "/download/x?filename=a&expires=99999999999&signature=AAA",
+    `/download/x?filename=a&expires=99999999999&signature=${"A".repeat(44)}`,
+    `/download/x?filename=a&expires=99999999999&signature=${"%".repeat(43)}`,
+    `/download/x?filename=a&expires=soon&signature=${"A".repeat(43)}`,
+    `/download/x?filename=a&expires=1e11&signature=${"A".repeat(43)}`,
+    `/download/x?expires=99999999999&signature=${"A".repeat(43)}`,
+    "/download/x?filename=a&expires=99999999999",
+    "/download/x?filename=a&signature=A",
+    "/download/x",
+    `/download/?filename=a&expires=99999999999&signature=${"A".repeat(43)}`,
+    `/download/%E0%A4%A?filename=a&expires=99999999999&signature=${"A".repeat(43)}`,
+  ])("should answer a malformed link %s with 403 in the envelope", async (path) => {
+    for (const method of ["GET", "HEAD"]) {
+      const response = await call(path, { method });
+
+      if (method === "HEAD") expect(response.status).toBe(403);
+      else
+        expect((await readEnvelope(response, 403)).Status.Message).toBe(
+          "This download link is not valid (it was changed or is incomplete).",
+        );
+    }
+  });
+
   it("should answer 403 saying so once the link has expired", async () => {
     const location = await downloadLocation(owner.accessToken, `${dataset}/orders.csv`);
     const ttl = Number(env.DOWNLOAD_URL_TTL_SECONDS);
