@@ -3,12 +3,12 @@ import type { Hono } from "hono";
 import { cors } from "hono/cors";
 import { createMiddleware } from "hono/factory";
 import { HTTPException } from "hono/http-exception";
-import { requestId } from "hono/request-id";
 import { ConfigError, devIdpEnabled, readConfig } from "../config";
 import { devIdp } from "../dev-idp/app";
 import type { AppContext, AppEnv } from "./context";
 import { ApiError } from "./errors";
 import { authRateLimit } from "./middleware/rate-limit";
+import { requestId } from "./middleware/request-id";
 import { mountOpenApi } from "./openapi";
 import { createRouter } from "./router";
 import { accountRoutes } from "./routes/account";
@@ -29,7 +29,7 @@ const withConfig = createMiddleware<AppEnv>(async (c, next) => {
 /** Builds the HTTP application: every route of version 1, the development provider, and the error funnel. */
 export function createApp(): OpenAPIHono<AppEnv> {
   const app = createRouter();
-  app.use("*", requestId());
+  app.use("*", requestId);
   app.use("*", withConfig);
   // Bearer tokens, not cookies, authorise API calls, so any origin may call them.
   app.use(
@@ -117,6 +117,7 @@ function errorResponse(error: Error, c: AppContext) {
   console.error(
     JSON.stringify({
       requestId: id,
+      clientRequestId: c.get("clientRequestId"),
       method: c.req.method,
       path: c.req.path,
       error: error instanceof ConfigError ? `configuration: ${error.message}` : String(error),

@@ -1,5 +1,4 @@
 import type { Context } from "hono";
-import type { RequestIdVariables } from "hono/request-id";
 import { loadKeys } from "../auth/keys";
 import type { TokenContext } from "../auth/tokens";
 import type { Principal } from "../catalog/accounts";
@@ -8,7 +7,14 @@ import type { Config } from "../config";
 /** Hono environment of every route: the bindings, and what middleware put on the context. */
 export interface AppEnv {
   Bindings: Env;
-  Variables: RequestIdVariables & { config: Config; principal: Principal };
+  Variables: {
+    config: Config;
+    principal: Principal;
+    /** The service's own id of this request (middleware/request-id.ts). */
+    requestId: string;
+    /** The client's X-Request-Id, if it sent one: for logs only. */
+    clientRequestId?: string;
+  };
 }
 
 export type AppContext = Context<AppEnv>;

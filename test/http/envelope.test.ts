@@ -107,6 +107,35 @@ describe("X-Request-Id", () => {
     for (const id of ids) expect(id).toMatch(/^[\w-]{8,}$/);
     expect(new Set(ids).size).toBe(ids.length);
   });
+
+  it.each(["client-chosen-id-123", "f81d4fae-7dec-11d0-a765-00a0c91e6bf6", "x"])(
+    "should make its own id when the client sends X-Request-Id %s, never echo the client's",
+    async (clientId) => {
+      const first = await call("/v1/openapi.json", { headers: { "x-request-id": clientId } });
+      const second = await call("/v1/openapi.json", { headers: { "x-request-id": clientId } });
+
+      const ids = [first, second].map((response) => response.headers.get("x-request-id"));
+      for (const id of ids) expect(id).toMatch(/^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/);
+      expect(ids).not.toContain(clientId);
+      expect(ids[0]).not.toBe(ids[1]);
+    },
+  );
+
+  it("should log the client's X-Request-Id beside its own on an error", async () => {
+    const log = vi.spyOn(console, "error").mockImplementation(() => {});
+
+    const response = await call(
+      "/v1/auth",
+      { headers: { "x-request-id": "client-trace-42" } },
+      workerWith({ TERMS_VERSION: "" }),
+    );
+
+    const ownId = response.headers.get("x-request-id");
+    expect((await readEnvelope(response, 500)).Status.Message).toContain(ownId);
+    expect(ownId).not.toBe("client-trace-42");
+    const logged = JSON.parse(String(log.mock.calls[0]?.[0])) as Record<string, unknown>;
+    expect(logged).toMatchObject({ requestId: ownId, clientRequestId: "client-trace-42" });
+  });
 });
 
 describe("unexpected errors", () => {

@@ -203,7 +203,14 @@ authRoutes.openapi(
         );
       }
       case "rejected":
-        console.warn(JSON.stringify({ requestId: c.get("requestId"), login: outcome.reason, detail: outcome.detail }));
+        console.warn(
+          JSON.stringify({
+            requestId: c.get("requestId"),
+            clientRequestId: c.get("clientRequestId"),
+            login: outcome.reason,
+            detail: outcome.detail,
+          }),
+        );
         if (outcome.client) {
           // The waiting command line learns that the login failed instead of waiting until it gives up.
           c.header("Cache-Control", "no-store");
