@@ -1,5 +1,6 @@
 import initSqlJs, { type Database, type SqlJsStatic } from "sql.js";
 import sqlJsWasm from "sql.js/dist/sql-wasm.wasm";
+import { ImportRouter, type ProgressRoute } from "./sqlite-guard";
 
 export type { Database } from "sql.js";
 
@@ -18,14 +19,26 @@ export type { Database } from "sql.js";
  *   of undefined (reading 'href')". The read happens synchronously inside
  *   `initSqlJs`, so a stand-in `location` is defined for exactly that call
  *   and removed right after; no other code ever sees it.
- * - sql.js keeps its first init promise in a global of its own and returns
- *   it to every later call, so a failed init cannot be retried within an
- *   isolate; this module keeps the same promise, so each isolate loads
- *   SQLite once.
+ * - A WebAssembly heap only grows. sql.js would return its first instance
+ *   forever; the patch in engine/patches/ makes each `initSqlJs` call a new
+ *   instance, so an instance whose heap a query grew can be retired
+ *   (`retireIfAbove`) and the next query starts on a fresh one. The
+ *   compiled module is shared; a new instance costs a few milliseconds.
  */
 
-let sqlJs: Promise<SqlJsStatic> | undefined;
-let memory: WebAssembly.Memory | undefined;
+/** One SQLite instance: sql.js's API and the WebAssembly heap it runs in. */
+export interface SqliteInstance {
+  readonly sql: SqlJsStatic;
+  readonly memory: WebAssembly.Memory;
+  /** How SQLite's progress callback reaches JavaScript in this instance (sqlite-guard.ts). */
+  readonly progress: ProgressRoute;
+  /** Bytes of this instance's WebAssembly heap right now (it only grows). */
+  heapBytes(): number;
+}
+
+let current: Promise<SqliteInstance> | undefined;
+/** The current instance once it has loaded, for synchronous readers. */
+let loaded: SqliteInstance | undefined;
 
 /** The WebAssembly memory sql.js runs in: exported by the module, or handed to it among the imports. */
 function findMemory(instance: WebAssembly.Instance, imports: WebAssembly.Imports): WebAssembly.Memory | undefined {
@@ -36,25 +49,40 @@ function findMemory(instance: WebAssembly.Instance, imports: WebAssembly.Imports
   return candidates.find((value): value is WebAssembly.Memory => value instanceof WebAssembly.Memory);
 }
 
-/** Bytes of sql.js's WebAssembly heap right now (it only grows); 0 before SQLite is loaded. */
-export function wasmHeapBytes(): number {
-  return memory?.buffer.byteLength ?? 0;
+/** The table of functions that C function pointers index into. */
+function findTable(instance: WebAssembly.Instance): WebAssembly.Table | undefined {
+  return Object.values(instance.exports).find(
+    (value): value is WebAssembly.Table => value instanceof WebAssembly.Table,
+  );
 }
 
-function loadSqlJs(): Promise<SqlJsStatic> {
-  return new Promise<SqlJsStatic>((resolve, reject) => {
+function loadSqlJs(): Promise<SqliteInstance> {
+  return new Promise<SqliteInstance>((resolve, reject) => {
+    let memory: WebAssembly.Memory | undefined;
+    let table: WebAssembly.Table | undefined;
+    const imports = new ImportRouter();
     const init = () =>
       initSqlJs({
-        instantiateWasm(imports, done) {
+        instantiateWasm(given, done) {
           // sql.js waits for `done` forever if instantiation fails, so failure rejects here.
-          WebAssembly.instantiate(sqlJsWasm, imports).then((instance) => {
-            memory = findMemory(instance, imports);
+          WebAssembly.instantiate(sqlJsWasm, imports.wrap(given)).then((instance) => {
+            memory = findMemory(instance, given);
+            table = findTable(instance);
             done(instance);
           }, reject);
           return {};
         },
       });
-    withStandInLocation(init).then(resolve, reject);
+    withStandInLocation(init).then((sql) => {
+      if (!memory || !table) return reject(new Error("sql.js runs in no WebAssembly memory or table that dqs can see"));
+      const heap = memory;
+      try {
+        const progress = imports.progressRoute(sql, heap, table);
+        resolve({ sql, memory: heap, progress, heapBytes: () => heap.buffer.byteLength });
+      } catch (error) {
+        reject(error instanceof Error ? error : new Error(String(error)));
+      }
+    }, reject);
   });
 }
 
@@ -71,10 +99,45 @@ function withStandInLocation<T>(run: () => T): T {
   }
 }
 
-/** The sql.js module, initialised once per isolate. */
-export function sqlite(): Promise<SqlJsStatic> {
-  sqlJs ??= loadSqlJs();
-  return sqlJs;
+/** The SQLite instance new work uses: the same one until it is retired. */
+export function sqliteInstance(): Promise<SqliteInstance> {
+  if (current) return current;
+  const loading = loadSqlJs();
+  current = loading;
+  loading.then(
+    (instance) => {
+      if (current === loading) loaded = instance;
+    },
+    // A failed load is not kept: the next call tries again.
+    () => {
+      if (current === loading) current = undefined;
+    },
+  );
+  return loading;
+}
+
+/** sql.js's API over the current instance. */
+export async function sqlite(): Promise<SqlJsStatic> {
+  return (await sqliteInstance()).sql;
+}
+
+/** Bytes of the current instance's WebAssembly heap; 0 before SQLite is loaded. */
+export function wasmHeapBytes(): number {
+  return loaded?.heapBytes() ?? 0;
+}
+
+/**
+ * Retires `instance` when its heap is above `bytes`: new work gets a fresh
+ * instance, and the old heap is freed once the work still using it lets go
+ * of its databases. True when it was retired.
+ */
+export function retireIfAbove(instance: SqliteInstance, bytes: number): boolean {
+  if (instance.heapBytes() <= bytes) return false;
+  if (loaded === instance) {
+    current = undefined;
+    loaded = undefined;
+  }
+  return true;
 }
 
 /** A new, empty in-memory SQLite database; the caller must `close()` it to free its memory. */

@@ -1,5 +1,5 @@
 import type { StoredDataSchema } from "../../ingest/data-schema";
-import { sqlite, wasmHeapBytes } from "../sqlite";
+import { retireIfAbove, sqliteInstance, type SqliteInstance } from "../sqlite";
 import { ColumnImageBuilder, estimateImageBytes, planPasses } from "./column-images";
 import { readStoredCsv, TransientError } from "./load-table";
 
@@ -20,6 +20,8 @@ export type ImageBuildOutcome = { ok: true; bytes: number[]; passes: number } | 
  * two), so a wide or large file never holds all its images at once; each finished image is
  * stored and freed before the next pass. Storage errors are thrown
  * (TransientError) so the caller can retry; anything else is an outcome.
+ * Like a query, a build that grew the heap past a quarter of the budget
+ * retires its SQLite instance.
  */
 export async function buildColumnImages(
   schema: StoredDataSchema,
@@ -27,9 +29,24 @@ export async function buildColumnImages(
   io: ImageBuildIo,
   memoryBudgetBytes: number,
 ): Promise<ImageBuildOutcome> {
-  const sql = await sqlite();
+  const instance = await sqliteInstance();
+  try {
+    return await build(instance, schema, file, io, memoryBudgetBytes);
+  } finally {
+    retireIfAbove(instance, memoryBudgetBytes / 4);
+  }
+}
+
+async function build(
+  instance: SqliteInstance,
+  schema: StoredDataSchema,
+  file: { rows: number; bytes: number; name: string },
+  io: ImageBuildIo,
+  memoryBudgetBytes: number,
+): Promise<ImageBuildOutcome> {
+  const { sql } = instance;
   const columns = schema.TableDefinition.Columns;
-  const passBudget = Math.max(8 << 20, (memoryBudgetBytes - wasmHeapBytes()) * 0.7);
+  const passBudget = Math.max(8 << 20, (memoryBudgetBytes - instance.heapBytes()) * 0.7);
   const pending = planPasses(estimateImageBytes(schema, file.bytes, file.rows), passBudget);
   const bytes: number[] = new Array(columns.length).fill(0);
   let passes = 0;
@@ -48,7 +65,7 @@ export async function buildColumnImages(
       // The images so far, plus the copy export() makes of the largest while the pass finishes.
       const held = () => {
         const sizes = builders.map((builder) => builder.bytes());
-        return wasmHeapBytes() + sizes.reduce((sum, size) => sum + size, 0) + Math.max(...sizes);
+        return instance.heapBytes() + sizes.reduce((sum, size) => sum + size, 0) + Math.max(...sizes);
       };
       const current = pass;
       const read = await readStoredCsv(

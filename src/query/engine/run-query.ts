@@ -6,7 +6,8 @@ import type { ResultColumn } from "../query-record";
 import { checkReadOnly } from "../sql/read-only";
 import { columnsUsed, rewriteTableNames, type DataItemReference } from "../sql/table-names";
 import { tokenize } from "../sql/tokenizer";
-import { databaseFileName, openDatabase, sqlite as sqlJs, wasmHeapBytes } from "../sqlite";
+import { databaseFileName, retireIfAbove, sqliteInstance } from "../sqlite";
+import { guardStatements } from "../sqlite-guard";
 import { createImageView, createSlotsTable, type AttachedColumn, type ColumnImages } from "./column-images";
 import { csvField, CsvResultWriter, StorageClass } from "./csv-result";
 import { createTable, loadTable, quoteIdentifier, TransientError, type TableToLoad } from "./load-table";
@@ -59,6 +60,19 @@ export type EngineOutcome =
 /** How often (rows) the runner looks at the clock, the memory and cancellation while stepping. */
 const CHECK_EVERY_ROWS = 4096;
 const CANCEL_CHECK_MS = 1000;
+/**
+ * Work is counted in SQLite virtual-machine steps, which a deployed Worker
+ * can see advance inside a statement (its clock does not). The time limit
+ * becomes a budget of steps at the rate sql.js runs on the bench machine
+ * (bench/README.md), and the memory is looked at every `PROGRESS_EVERY_STEPS`.
+ */
+export const VM_STEPS_PER_SECOND = 25_000_000;
+const PROGRESS_EVERY_STEPS = 10_000;
+/** Between rows, give other requests a turn after this much work (about 0.1 s), whatever the row count. */
+const YIELD_EVERY_STEPS = VM_STEPS_PER_SECOND / 10;
+const CANCEL_CHECK_STEPS = VM_STEPS_PER_SECOND;
+/** The longest value (string, blob, row) a query may make: room for the longest CSV row in UTF-8, four times over. */
+export const MAX_VALUE_BYTES = 32 << 20;
 
 class Stop extends Error {
   constructor(
@@ -73,10 +87,11 @@ class Stop extends Error {
  * Runs one query: resolves its data item names through `source`, loads
  * only the columns it uses into a fresh in-memory SQLite, refuses anything
  * but one read-only statement, steps the result row by row into `target`,
- * and stops at every limit with a message naming it. sql.js cannot
- * interrupt a statement, so limits are checked between rows; a statement
- * that yields no row for long is stopped by the Worker's CPU limit and
- * failed by the query's watchdog. The database is always closed.
+ * and stops at every limit with a message naming it. Time (as work done)
+ * and memory are checked inside a statement too (sqlite-guard.ts);
+ * cancellation between rows. The database is always closed, and an
+ * instance whose heap the query grew past a quarter of the budget is
+ * retired, so the next query starts on a clean heap.
  */
 export async function runQuery(
   sql: string,
@@ -93,30 +108,76 @@ export async function runQuery(
   let imageBytes = 0;
   let lastCancelCheck = started;
   let targetOpen = false;
+  const instance = await sqliteInstance();
+  const { Database } = instance.sql;
+  let unguard: (() => void) | null = null;
+  /** Work done so far, in virtual-machine steps, counted by the progress handler. */
+  let steps = 0;
+  let stepsAtYield = 0;
+  let stepsAtCancelCheck = 0;
+  const stepBudget = (limits.timeLimitMs / 1000) * VM_STEPS_PER_SECOND;
+  /** Memory outside the WebAssembly heap: the database's pages and the images, as last measured. */
+  let fileBytes = 0;
+  /** Why the progress handler interrupted the statement. */
+  let interruption: Stop | null = null;
 
+  const overTimeLimit = (during = "") =>
+    new Stop(
+      `Failed: the query ran longer than the time limit of ${limits.timeLimitMs / 1000} s (QUERY_TIME_LIMIT_SECONDS)${during}.`,
+    );
   const overLoadLimit = `Failed: the query would load more than the limit of ${limits.maxLoadBytes} bytes (QUERY_MAX_LOAD_BYTES). Query fewer or smaller data items.`;
   const overBudget = (bytes: number) =>
     new Stop(
       `Failed: the query needs more than the memory budget of ${limits.memoryBudgetBytes} bytes (QUERY_MEMORY_BUDGET_BYTES; it held ${bytes}). Select fewer columns or rows.`,
     );
   const measure = () => {
-    const bytes = wasmHeapBytes() + databaseFileBytes(db) + imageBytes;
+    fileBytes = databaseFileBytes(db) + imageBytes;
+    const bytes = instance.heapBytes() + fileBytes;
     stats.peakMemoryBytes = Math.max(stats.peakMemoryBytes, bytes);
     if (bytes > limits.memoryBudgetBytes) throw overBudget(bytes);
   };
-  const checkpoint = async () => {
+  /** Inside a statement, every PROGRESS_EVERY_STEPS steps: true stops it. Synchronous: it may not call SQLite. */
+  const onProgress = () => {
+    steps += PROGRESS_EVERY_STEPS;
+    if (steps > stepBudget) interruption = overTimeLimit();
+    const bytes = instance.heapBytes() + fileBytes;
+    stats.peakMemoryBytes = Math.max(stats.peakMemoryBytes, bytes);
+    if (bytes > limits.memoryBudgetBytes) interruption ??= overBudget(bytes);
+    return interruption !== null;
+  };
+  /** Between rows: the limits, cancellation, and a turn for other requests, all by work done. */
+  const checkpoint = async (force: boolean) => {
+    if (!force && steps - stepsAtYield < YIELD_EVERY_STEPS) return;
+    stepsAtYield = steps;
     const now = clock();
-    if (now > deadline)
-      throw new Stop(
-        `Failed: the query ran longer than the time limit of ${limits.timeLimitMs / 1000} s (QUERY_TIME_LIMIT_SECONDS).`,
-      );
-    if (now - lastCancelCheck >= CANCEL_CHECK_MS) {
+    if (now > deadline || steps > stepBudget) throw overTimeLimit();
+    if (now - lastCancelCheck >= CANCEL_CHECK_MS || steps - stepsAtCancelCheck >= CANCEL_CHECK_STEPS) {
       lastCancelCheck = now;
+      stepsAtCancelCheck = steps;
       if (await io.control.cancelled()) throw new Stop("Cancelled by its owner.", true);
     }
     measure();
-    // Give other requests of this isolate (and the clock) a turn between batches of rows.
+    // Give other requests of this isolate (and the clock) a turn.
     await new Promise((resolve) => setTimeout(resolve, 0));
+  };
+  /** The limit behind an error of SQLite's: the interruption, or an allocation or value refused at its limit. */
+  const limitReached = (error: unknown): Stop | null => {
+    if (interruption) return interruption;
+    const message = error instanceof Error ? error.message : String(error);
+    if (/^out of memory$/i.test(message)) return overBudget(instance.heapBytes() + fileBytes);
+    if (/^string or blob too big$/i.test(message))
+      return new Stop(
+        `Failed: the query makes a value or row longer than the limit of ${MAX_VALUE_BYTES} bytes (the longest value a query may make). Select shorter values.`,
+      );
+    return null;
+  };
+  /** Runs a sql.js call; SQLite's own errors (at prepare or at a step) fail the query with SQLite's message. */
+  const sqlite = <T>(run: () => T): T => {
+    try {
+      return run();
+    } catch (error) {
+      throw limitReached(error) ?? new Stop(`Failed: ${error instanceof Error ? error.message : String(error)}.`);
+    }
   };
   /**
    * Replaces the (empty) table `table.name` by a view over the column images
@@ -124,7 +185,6 @@ export async function runQuery(
    * known beforehand, so a query that cannot fit fails before fetching.
    */
   const attachImages = async (target: Database, table: TableToLoad, recorded: ColumnImages, dataName: string) => {
-    const { Database: ImageDatabase } = await sqlJs();
     const all = table.schema.TableDefinition.Columns;
     const wanted = all.flatMap((column, index) =>
       !table.columns || table.columns.has(column.Name.toLowerCase()) ? [index] : [],
@@ -137,19 +197,16 @@ export async function runQuery(
     const fetch = wanted.length > 0 ? wanted : [smallest];
     const fetchBytes = fetch.reduce((sum, index) => sum + recorded.columns[index]!.bytes, 0);
     if (stats.bytesLoaded + fetchBytes > limits.maxLoadBytes) throw new Stop(overLoadLimit);
-    const expected = wasmHeapBytes() + databaseFileBytes(target) + imageBytes + fetchBytes;
+    const expected = instance.heapBytes() + databaseFileBytes(target) + imageBytes + fetchBytes;
     if (expected > limits.memoryBudgetBytes) throw overBudget(expected);
     target.run(`DROP TABLE ${quoteIdentifier(table.name)}`);
     const attached: AttachedColumn[] = [];
     for (const index of fetch) {
       const bytes = await transient("reading a column image", () => io.source.openImage(recorded.columns[index]!.key));
       if (!bytes) throw new Stop(`Failed: the data of ${dataName} was replaced or deleted while the query ran.`);
-      if (clock() > deadline)
-        throw new Stop(
-          `Failed: the query ran longer than the time limit of ${limits.timeLimitMs / 1000} s (QUERY_TIME_LIMIT_SECONDS) while loading.`,
-        );
+      if (clock() > deadline) throw overTimeLimit(" while loading");
       // sql.js copies the image into its in-memory file system; the fetched bytes are let go.
-      const image = new ImageDatabase(bytes);
+      const image = new Database(bytes);
       const schema = `${table.name}_c${index}`;
       images.push({ view: table.name, schema, db: image, bytes: bytes.byteLength });
       imageBytes += bytes.byteLength;
@@ -174,12 +231,12 @@ export async function runQuery(
     const views = [...new Set(images.map((image) => image.view))];
     if (views.length === 0) return;
     if (!namesRowid && !automaticIndexOnView(target, sql, views)) return;
-    if (wasmHeapBytes() + databaseFileBytes(target) + 2 * imageBytes > limits.memoryBudgetBytes) return;
+    if (instance.heapBytes() + databaseFileBytes(target) + 2 * imageBytes > limits.memoryBudgetBytes) return;
     await io.control.progress("Running: copying the column images into tables, for a better join plan.");
     for (const view of views) {
       const name = quoteIdentifier(view);
       const copy = quoteIdentifier(`${view}_table`);
-      target.run(`CREATE TABLE main.${copy} AS SELECT * FROM temp.${name}`);
+      sqlite(() => target.run(`CREATE TABLE main.${copy} AS SELECT * FROM temp.${name}`));
       measure(); // the peak: the copy and the images it came from
       target.run(`DROP VIEW temp.${name}`);
       target.run(`ALTER TABLE main.${copy} RENAME TO ${name}`);
@@ -214,7 +271,14 @@ export async function runQuery(
       items.push(item);
     }
 
-    db = await openDatabase();
+    db = new Database();
+    unguard = guardStatements(instance, db, {
+      maxValueBytes: MAX_VALUE_BYTES,
+      everySteps: PROGRESS_EVERY_STEPS,
+      onProgress,
+    });
+    // SQLite's own allocations stop at the budget, also inside one step (a huge string, say).
+    db.run(`PRAGMA hard_heap_limit = ${limits.memoryBudgetBytes}`);
     const tokens = tokenize(names.sql);
     const tableColumns = new Map(
       names.tables.map((reference, i) => [
@@ -261,8 +325,7 @@ export async function runQuery(
         stats.bytesLoaded = before + bytes;
         stats.loadMs = clock() - loadStarted;
         if (stats.bytesLoaded > limits.maxLoadBytes) return overLoadLimit;
-        if (clock() > deadline)
-          return `Failed: the query ran longer than the time limit of ${limits.timeLimitMs / 1000} s (QUERY_TIME_LIMIT_SECONDS) while loading.`;
+        if (clock() > deadline || steps > stepBudget) return overTimeLimit(" while loading").message;
         measure();
         return null;
       });
@@ -280,12 +343,15 @@ export async function runQuery(
 
     await io.control.progress("Running: executing the query.");
     const executeStarted = clock();
-    const result = await execute(db, names.sql, io.target, limits, checkpoint, () => (targetOpen = true));
+    measure();
+    db.run(`PRAGMA hard_heap_limit = ${Math.max(1 << 20, limits.memoryBudgetBytes - fileBytes)}`);
+    const result = await execute(db, names.sql, io.target, limits, { sqlite, checkpoint }, () => (targetOpen = true));
     stats.executeMs = clock() - executeStarted - result.writeMs;
     stats.writeMs = result.writeMs;
     return { ok: true, rowCount: result.rowCount, size: result.size, columns: result.columns, ...stats };
-  } catch (error) {
+  } catch (caught) {
     if (targetOpen) await io.target.abort();
+    const error = caught instanceof TransientError ? caught : (limitReached(caught) ?? caught);
     if (error instanceof Stop)
       return { ok: false, cancelled: error.cancelled, message: userFacing(error.message), ...stats };
     if (error instanceof TransientError) throw error;
@@ -297,8 +363,15 @@ export async function runQuery(
       ...stats,
     };
   } finally {
+    try {
+      db?.run("PRAGMA hard_heap_limit = 0"); // the limit is the instance's, not the connection's
+    } catch {
+      // Nothing to undo on a connection SQLite could not use.
+    }
+    unguard?.();
     db?.close();
     for (const image of images) image.db.close();
+    retireIfAbove(instance, limits.memoryBudgetBytes / 4);
   }
 }
 
@@ -307,9 +380,10 @@ async function execute(
   sql: string,
   target: ResultTarget,
   limits: QueryLimits,
-  checkpoint: () => Promise<void>,
+  guard: { sqlite: <T>(run: () => T) => T; checkpoint: (force: boolean) => Promise<void> },
   opened: () => void,
 ): Promise<{ rowCount: number; size: number; columns: ResultColumn[]; writeMs: number }> {
+  const { sqlite, checkpoint } = guard;
   let writeMs = 0;
   const timedWrite = async (bytes: Uint8Array) => {
     const t = Date.now();
@@ -340,8 +414,8 @@ async function execute(
         );
       await writer.line(line);
       rowCount++;
+      await checkpoint(rowCount % CHECK_EVERY_ROWS === 0);
       if (rowCount % CHECK_EVERY_ROWS === 0) {
-        await checkpoint();
         if (writer.flushedSize > limits.maxResultBytes)
           throw new Stop(
             `Failed: the result is larger than the limit of ${limits.maxResultBytes} bytes (QUERY_MAX_RESULT_BYTES). Add a LIMIT or aggregate.`,
@@ -427,14 +501,5 @@ async function transient<T>(what: string, run: () => Promise<T>): Promise<T> {
   } catch (error) {
     if (error instanceof TransientError) throw error;
     throw new TransientError(`${what} failed: ${String(error)}`);
-  }
-}
-
-/** Runs a sql.js call; SQLite's own errors (at prepare or at a step) fail the query with SQLite's message. */
-function sqlite<T>(run: () => T): T {
-  try {
-    return run();
-  } catch (error) {
-    throw new Stop(`Failed: ${error instanceof Error ? error.message : String(error)}.`);
   }
 }
