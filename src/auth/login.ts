@@ -71,6 +71,7 @@ export interface LoginContext {
  * Begins a login: remembers state, nonce and PKCE verifier, and returns the
  * provider URL to send the browser to. The caller binds `state` to the
  * browser (a cookie), so a callback cannot be replayed into someone else's.
+ * Throws ProviderError when the provider's discovery document cannot be read.
  */
 export async function beginLogin(
   ctx: LoginContext,
@@ -112,7 +113,7 @@ export type LoginOutcome =
   | { kind: "terms"; state: string; accountName: string }
   | {
       kind: "rejected";
-      reason: "unknown_state" | "provider_error" | "provider_denied";
+      reason: "unknown_state" | "provider_unreachable" | "provider_error" | "provider_denied";
       detail: string;
       /** The loopback client of the login, to be told it failed; null for a browser login or an unknown state. */
       client: LoopbackClient | null;
@@ -164,7 +165,12 @@ export async function completeLogin(
     return finishLogin(ctx, user, flow.client);
   } catch (error) {
     if (error instanceof ProviderError)
-      return { kind: "rejected", reason: "provider_error", detail: error.message, client: flow.client };
+      return {
+        kind: "rejected",
+        reason: error.reason === "unreachable" ? "provider_unreachable" : "provider_error",
+        detail: error.message,
+        client: flow.client,
+      };
     throw error;
   }
 }

@@ -27,9 +27,48 @@ export interface VerifiedIdentity {
   email?: string;
 }
 
-/** The provider could not be reached, answered wrongly, or its token failed a check. Detail goes to logs only. */
+/**
+ * The provider could not be reached (no answer, a timeout or a 5xx), or it
+ * answered wrongly, or its token failed a check. Detail goes to logs only.
+ */
 export class ProviderError extends Error {
   override name = "ProviderError";
+  constructor(
+    message: string,
+    readonly reason: "unreachable" | "bad_answer" = "bad_answer",
+  ) {
+    super(message);
+  }
+}
+
+/** How long one request to the provider may take; a Worker's own fetch would wait as long as the request lives. */
+const PROVIDER_TIMEOUT_MS = 10_000;
+
+/** Sends one request to the provider: a network failure, a timeout or a 5xx is a ProviderError "unreachable". */
+async function reach(providerFetch: ProviderFetch, url: string, init: RequestInit = {}): Promise<Response> {
+  let response: Response;
+  try {
+    response = await providerFetch(url, { ...init, signal: init.signal ?? AbortSignal.timeout(PROVIDER_TIMEOUT_MS) });
+  } catch (error) {
+    throw new ProviderError(`${new URL(url).origin} did not answer: ${String(error)}`, "unreachable");
+  }
+  if (response.status >= 500) {
+    await response.body?.cancel();
+    throw new ProviderError(`${url} answered ${response.status}`, "unreachable");
+  }
+  return response;
+}
+
+/** The JSON object of a provider's answer, or a ProviderError "bad_answer" naming `what` it should have been. */
+async function readJson(response: Response, what: string): Promise<Record<string, unknown>> {
+  const text = await response.text();
+  try {
+    const body: unknown = JSON.parse(text);
+    if (body !== null && typeof body === "object" && !Array.isArray(body)) return body as Record<string, unknown>;
+  } catch {
+    // Reported below with the text's start.
+  }
+  throw new ProviderError(`${what} is not a JSON object: ${text.slice(0, 200)}`);
 }
 
 const DISCOVERY_TTL_MS = 5 * 60 * 1000;
@@ -39,11 +78,11 @@ const discoveryCache = new Map<string, { metadata: ProviderMetadata; fetchedAt: 
 export async function discover(issuer: string, providerFetch: ProviderFetch): Promise<ProviderMetadata> {
   const cached = discoveryCache.get(issuer);
   if (cached && Date.now() - cached.fetchedAt < DISCOVERY_TTL_MS) return cached.metadata;
-  const response = await providerFetch(`${issuer}/.well-known/openid-configuration`, {
+  const response = await reach(providerFetch, `${issuer}/.well-known/openid-configuration`, {
     headers: { accept: "application/json" },
   });
   if (!response.ok) throw new ProviderError(`discovery answered ${response.status}`);
-  const metadata = (await response.json()) as Partial<ProviderMetadata>;
+  const metadata = (await readJson(response, "the discovery document")) as Partial<ProviderMetadata>;
   // OIDC Discovery §4.3: the issuer in the document must be exactly the one configured.
   if (metadata.issuer !== issuer) throw new ProviderError(`discovery issuer ${metadata.issuer} is not ${issuer}`);
   for (const field of ["authorization_endpoint", "token_endpoint", "jwks_uri"] as const)
@@ -77,7 +116,7 @@ export async function exchangeCode(
   request: { code: string; redirectUri: string; codeVerifier: string },
   providerFetch: ProviderFetch,
 ): Promise<string> {
-  const response = await providerFetch(metadata.token_endpoint, {
+  const response = await reach(providerFetch, metadata.token_endpoint, {
     method: "POST",
     headers: {
       "content-type": "application/x-www-form-urlencoded",
@@ -93,7 +132,7 @@ export async function exchangeCode(
     }),
   });
   if (!response.ok) throw new ProviderError(`token endpoint answered ${response.status}: ${await response.text()}`);
-  const body = (await response.json()) as { id_token?: unknown };
+  const body = await readJson(response, "the token response");
   if (typeof body.id_token !== "string") throw new ProviderError("token response has no id_token");
   return body.id_token;
 }
@@ -108,7 +147,8 @@ export async function verifyIdToken(
 ): Promise<VerifiedIdentity> {
   // Fetched per login (logins are rare), so the keys always come through this request's own fetch.
   const jwks = createRemoteJWKSet(new URL(metadata.jwks_uri), {
-    [customFetch]: (url: string, init: RequestInit) => providerFetch(url, init),
+    // jose passes its own timeout signal (5 s); a JWKS that cannot be fetched is the provider's failure, not the token's.
+    [customFetch]: (url: string, init: RequestInit) => reach(providerFetch, url, init),
   });
   let payload;
   try {
@@ -120,6 +160,7 @@ export async function verifyIdToken(
       clockTolerance: 60,
     }));
   } catch (error) {
+    if (error instanceof ProviderError) throw error;
     throw new ProviderError(`ID token rejected: ${(error as Error).message}`);
   }
   if (payload.nonce !== expectedNonce) throw new ProviderError("ID token nonce does not match the login request");

@@ -49,6 +49,15 @@ export interface paths {
                         "application/json": components["schemas"]["GeneralApiResponse"];
                     };
                 };
+                /** @description The identity provider could not be reached or answered wrongly */
+                502: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["GeneralApiResponse"];
+                    };
+                };
             };
         };
         put?: never;
@@ -119,7 +128,7 @@ export interface paths {
                         "application/json": components["schemas"]["GeneralApiResponse"];
                     };
                 };
-                /** @description The identity provider answered wrongly */
+                /** @description The identity provider could not be reached or answered wrongly */
                 502: {
                     headers: {
                         [name: string]: unknown;

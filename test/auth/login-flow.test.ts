@@ -1,6 +1,6 @@
 import { env } from "cloudflare:workers";
 import { afterEach, describe, expect, it, vi } from "vitest";
-import { call, ORIGIN, readEnvelope } from "../support/http";
+import { call, ORIGIN, readEnvelope, workerWith, type Fetch } from "../support/http";
 import {
   acceptTerms,
   authHeader,
@@ -321,5 +321,98 @@ describe("POST /v1/auth/terms", () => {
     const body = await readEnvelope(response, 400);
     expect(body.Status.Message).toMatch(/accept/);
     expect(await accountOf("terms-no-accept")).toMatchObject({ sessions: 0 });
+  });
+});
+
+describe("an identity provider that fails", () => {
+  const UNREACHABLE = /^The identity provider could not be reached .*; try again later\.$/;
+  // This file's logins come from one unknown address and would use up its minute's allowance.
+  const UNLIMITED: RateLimit = { limit: async () => ({ success: true }) };
+
+  /** A deployment with its own external provider, whose every answer comes from `answer` (outbound fetch stubbed). */
+  function withProvider(answer: (url: URL, issuer: string) => Promise<Response>): Fetch {
+    const issuer = `https://${crypto.randomUUID()}.idp.test`;
+    vi.spyOn(globalThis, "fetch").mockImplementation((input) =>
+      answer(new URL(input instanceof Request ? input.url : String(input)), issuer),
+    );
+    vi.spyOn(console, "warn").mockImplementation(() => {});
+    return workerWith({ OIDC_ISSUER: issuer, OIDC_CLIENT_SECRET: "the-secret", AUTH_RATE_LIMITER: UNLIMITED });
+  }
+
+  /** A discovery document, and `token` for the token endpoint. */
+  function discoveryThen(token: () => Promise<Response>) {
+    return (url: URL, issuer: string) =>
+      url.pathname === "/.well-known/openid-configuration"
+        ? Promise.resolve(
+            Response.json({
+              issuer,
+              authorization_endpoint: `${issuer}/authorize`,
+              token_endpoint: `${issuer}/token`,
+              jwks_uri: `${issuer}/jwks`,
+            }),
+          )
+        : token();
+  }
+
+  it("should answer GET /v1/auth with 502 when OIDC_ISSUER points where nothing listens", async () => {
+    vi.spyOn(console, "warn").mockImplementation(() => {});
+    const closedPort = workerWith({
+      OIDC_ISSUER: "http://127.0.0.1:1",
+      OIDC_CLIENT_SECRET: "the-secret",
+      AUTH_RATE_LIMITER: UNLIMITED,
+    });
+
+    const body = await readEnvelope(await call("/v1/auth", {}, closedPort), 502);
+
+    expect(body.Status.Message).toMatch(UNREACHABLE);
+  });
+
+  it.each([
+    ["a network failure", () => Promise.reject(new TypeError("Network connection lost.")), UNREACHABLE],
+    ["a timeout", () => Promise.reject(new DOMException("timed out", "TimeoutError")), UNREACHABLE],
+    ["a 503", async () => new Response("down", { status: 503 }), UNREACHABLE],
+    ["an HTML page", async () => new Response("<html>login</html>", { status: 200 }), /answer could not be verified/],
+  ])("should answer GET /v1/auth with 502 when discovery meets %s", async (_what, answer, message) => {
+    const via = withProvider(answer);
+
+    const response = await call("/v1/auth", {}, via);
+
+    const body = await readEnvelope(response, 502);
+    expect(body.Status.Message).toMatch(message);
+    expect(response.headers.get("set-cookie")).toBeNull();
+  });
+
+  it.each([
+    ["a network failure", () => Promise.reject(new TypeError("Network connection lost.")), UNREACHABLE],
+    ["a 500", async () => new Response("oops", { status: 500 }), UNREACHABLE],
+    ["text that is not JSON", async () => new Response("not json"), /answer could not be verified/],
+  ])("should answer the callback with 502 when the token endpoint meets %s", async (_what, answer, message) => {
+    const via = withProvider(discoveryThen(answer));
+    const start = await startLogin(via);
+    const callbackUrl = `${ORIGIN}/v1/auth/callback?state=${start.state}&code=the-code`;
+
+    const body = await readEnvelope(await visitCallback(callbackUrl, start.cookie, "text/html", via), 502);
+
+    expect(body.Status.Message).toMatch(message);
+  });
+
+  it("should send a command-line login back with error=temporarily_unavailable when the token endpoint is down", async () => {
+    const via = withProvider(discoveryThen(async () => new Response("down", { status: 503 })));
+    const redirectUri = "http://127.0.0.1:53682/callback";
+    const challenge = "E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGJSstw-cM";
+    const started = await call(
+      `/v1/auth?redirect_uri=${encodeURIComponent(redirectUri)}&code_challenge=${challenge}&code_challenge_method=S256&state=cli`,
+      {},
+      via,
+    );
+    const state = new URL(started.headers.get("location") ?? "").searchParams.get("state") ?? "";
+    const cookie = started.headers.getSetCookie()[0]?.split(";")[0] ?? "";
+
+    const response = await visitCallback(`${ORIGIN}/v1/auth/callback?state=${state}&code=c`, cookie, "text/html", via);
+
+    expect(response.status).toBe(302);
+    const location = new URL(response.headers.get("location") ?? "");
+    expect(`${location.origin}${location.pathname}`).toBe(redirectUri);
+    expect(Object.fromEntries(location.searchParams)).toEqual({ error: "temporarily_unavailable", state: "cli" });
   });
 });

@@ -88,11 +88,51 @@ describe("discover", () => {
     await expect(discover(provider.issuer, provider.providerFetch)).rejects.toThrow(/token_endpoint/);
   });
 
-  it("should report a provider that is down", async () => {
+  it("should report a provider that is down as unreachable", async () => {
     const provider = await fakeProvider({ discovery: () => 503 });
 
-    await expect(discover(provider.issuer, provider.providerFetch)).rejects.toThrow(/503/);
+    await expect(discover(provider.issuer, provider.providerFetch)).rejects.toMatchObject({
+      message: expect.stringMatching(/503/),
+      reason: "unreachable",
+    });
   });
+
+  it.each([
+    ["a network failure", new TypeError("Network connection lost.")],
+    ["a timeout", new DOMException("The operation timed out.", "TimeoutError")],
+  ])("should report %s as an unreachable provider", async (_what, failure) => {
+    const failing: ProviderFetch = () => Promise.reject(failure);
+
+    const error = await discover(`https://${crypto.randomUUID()}.idp.test`, failing).catch((e: unknown) => e);
+
+    expect(error).toBeInstanceOf(ProviderError);
+    expect(error).toMatchObject({ reason: "unreachable" });
+  });
+
+  it("should give up on a provider that does not answer in time", async () => {
+    let signal: AbortSignal | null | undefined;
+    const recording: ProviderFetch = async (_url, init) => {
+      signal = init?.signal;
+      return new Response("{}");
+    };
+
+    await discover(`https://${crypto.randomUUID()}.idp.test`, recording).catch(() => {});
+
+    expect(signal).toBeInstanceOf(AbortSignal);
+    expect(signal?.aborted).toBe(false);
+  });
+
+  it.each(["<html>Service Unavailable</html>", "", "[]", "null"])(
+    "should report a discovery answer that is not a JSON object (%j) as a bad answer",
+    async (text) => {
+      const notJson: ProviderFetch = async () => new Response(text, { headers: { "content-type": "text/html" } });
+
+      await expect(discover(`https://${crypto.randomUUID()}.idp.test`, notJson)).rejects.toMatchObject({
+        name: "ProviderError",
+        reason: "bad_answer",
+      });
+    },
+  );
 });
 
 describe("authorizationUrl", () => {
@@ -160,6 +200,24 @@ describe("exchangeCode", () => {
   });
 });
 
+describe("exchangeCode with a failing token endpoint", () => {
+  const request = { code: "c", redirectUri: "r", codeVerifier: "v" };
+
+  it.each([
+    ["throws", (): Promise<Response> => Promise.reject(new TypeError("connect ECONNREFUSED")), "unreachable"],
+    ["answers 502", async () => new Response("Bad Gateway", { status: 502 }), "unreachable"],
+    ["answers HTML", async () => new Response("<html>oops</html>", { status: 200 }), "bad_answer"],
+    ["refuses the code", async () => Response.json({ error: "invalid_grant" }, { status: 400 }), "bad_answer"],
+  ])("should report a token endpoint that %s as %s", async (_what, answer, reason) => {
+    const provider = await fakeProvider();
+
+    const error = await exchangeCode(provider.metadata, provider.client, request, answer).catch((e: unknown) => e);
+
+    expect(error).toBeInstanceOf(ProviderError);
+    expect(error).toMatchObject({ reason });
+  });
+});
+
 describe("verifyIdToken", () => {
   it("should give back the identity of a valid ID token", async () => {
     const provider = await fakeProvider();
@@ -199,6 +257,22 @@ describe("verifyIdToken", () => {
     await expect(
       verifyIdToken(provider.metadata, provider.client, token, NONCE, provider.providerFetch),
     ).rejects.toBeInstanceOf(ProviderError);
+  });
+
+  it("should report a JWKS that cannot be fetched as an unreachable provider, not a bad token", async () => {
+    const provider = await fakeProvider();
+    const token = await provider.idToken();
+    const jwksDown: ProviderFetch = (url, init) =>
+      new URL(url).pathname === "/jwks"
+        ? Promise.reject(new TypeError("Network connection lost."))
+        : provider.providerFetch(url, init);
+
+    const error = await verifyIdToken(provider.metadata, provider.client, token, NONCE, jwksDown).catch(
+      (e: unknown) => e,
+    );
+
+    expect(error).toBeInstanceOf(ProviderError);
+    expect(error).toMatchObject({ reason: "unreachable" });
   });
 
   it("should refuse an unsigned ID token even from a provider that lists alg none", async () => {

@@ -12,6 +12,7 @@ import {
   type LoginFinish,
   type LoopbackClient,
 } from "../../auth/login";
+import { ProviderError } from "../../auth/oidc-client";
 import { endSession, refreshTokens, type RefreshResult, type TokenSet } from "../../auth/tokens";
 import { identityProvider } from "../../config";
 import { timingSafeEqual } from "../../util/crypto";
@@ -100,6 +101,36 @@ function loopbackClient(query: {
   return { redirectUri: query.redirect_uri, codeChallenge: query.code_challenge, state: query.state ?? null };
 }
 
+const PROVIDER_FAILURE = {
+  provider_unreachable:
+    "The identity provider could not be reached (no answer, a timeout or a server error); try again later.",
+  provider_error: "The identity provider's answer could not be verified; try again later.",
+};
+
+/** Logs why a login failed, with the request's ids; the detail never reaches the client. */
+function logLoginFailure(c: AppContext, reason: string, detail: string): void {
+  console.warn(
+    JSON.stringify({
+      requestId: c.get("requestId"),
+      clientRequestId: c.get("clientRequestId"),
+      login: reason,
+      detail,
+    }),
+  );
+}
+
+/** Starts a login; a provider that cannot be reached or answers wrongly is a 502, not a 500. */
+async function beginProviderLogin(c: AppContext, client: LoopbackClient | null) {
+  try {
+    return await beginLogin(await loginContext(c), client);
+  } catch (error) {
+    if (!(error instanceof ProviderError)) throw error;
+    const reason = error.reason === "unreachable" ? "provider_unreachable" : "provider_error";
+    logLoginFailure(c, reason, error.message);
+    throw new ApiError(502, PROVIDER_FAILURE[reason]);
+  }
+}
+
 function requireLoginCookie(c: AppContext, state: string): void {
   const cookie = getCookie(c, LOGIN_COOKIE) ?? "";
   if (!state || !timingSafeEqual(cookie, state))
@@ -133,12 +164,15 @@ authRoutes.openapi(
     },
     responses: {
       302: { description: "Redirect to the authentication server" },
-      ...errorResponses([400, "An invalid loopback redirect_uri or PKCE challenge"]),
+      ...errorResponses(
+        [400, "An invalid loopback redirect_uri or PKCE challenge"],
+        [502, "The identity provider could not be reached or answered wrongly"],
+      ),
     },
   }),
   async (c) => {
     const client = loopbackClient(c.req.valid("query"));
-    const { url, state } = await beginLogin(await loginContext(c), client);
+    const { url, state } = await beginProviderLogin(c, client);
     setCookie(c, LOGIN_COOKIE, state, {
       path: "/v1/auth",
       httpOnly: true,
@@ -177,7 +211,7 @@ authRoutes.openapi(
       ...errorResponses(
         [400, "The login state is unknown, used, expired or from another browser"],
         [401, "The provider refused the login, or the terms of service must be accepted in a browser"],
-        [502, "The identity provider answered wrongly"],
+        [502, "The identity provider could not be reached or answered wrongly"],
       ),
     },
   }),
@@ -203,26 +237,25 @@ authRoutes.openapi(
         );
       }
       case "rejected":
-        console.warn(
-          JSON.stringify({
-            requestId: c.get("requestId"),
-            clientRequestId: c.get("clientRequestId"),
-            login: outcome.reason,
-            detail: outcome.detail,
-          }),
-        );
+        logLoginFailure(c, outcome.reason, outcome.detail);
         if (outcome.client) {
           // The waiting command line learns that the login failed instead of waiting until it gives up.
           c.header("Cache-Control", "no-store");
           deleteCookie(c, LOGIN_COOKIE, { path: "/v1/auth" });
-          const error = outcome.reason === "provider_denied" ? "access_denied" : "server_error";
+          // RFC 6749 §4.1.2.1's error codes.
+          const error =
+            outcome.reason === "provider_denied"
+              ? "access_denied"
+              : outcome.reason === "provider_unreachable"
+                ? "temporarily_unavailable"
+                : "server_error";
           return c.redirect(loopbackLocation(outcome.client, { error }), 302);
         }
         if (outcome.reason === "unknown_state")
           throw badRequest("This login is unknown, already used or expired; start again at GET /v1/auth.");
         if (outcome.reason === "provider_denied")
           throw unauthorized(`The identity provider did not log you in (${query.error ?? "no code"}).`);
-        throw new ApiError(502, "The identity provider's answer could not be verified; try again later.");
+        throw new ApiError(502, PROVIDER_FAILURE[outcome.reason]);
     }
   },
 );
