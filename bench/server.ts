@@ -57,7 +57,7 @@ export interface DevServer {
  */
 function snapshotProject(): string {
   const dir = mkdtempSync(join(tmpdir(), "dqs-bench-src-"));
-  for (const entry of ["src", "migrations", "wrangler.toml", "package.json", "tsconfig.json"])
+  for (const entry of ["src", "migrations", "wrangler.toml", "wrangler.engine.toml", "package.json", "tsconfig.json"])
     if (existsSync(join(ROOT, entry))) cpSync(join(ROOT, entry), join(dir, entry), { recursive: true });
   // Hard links: instant and no space, and every path esbuild resolves stays inside the snapshot.
   const linked = spawnSync("cp", ["-al", join(ROOT, "node_modules"), join(dir, "node_modules")], { encoding: "utf8" });

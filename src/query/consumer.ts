@@ -1,4 +1,3 @@
-import { readQueryLimits, type QueryLimits } from "../config";
 import { executeQuery } from "./execute";
 import { prepareColumnImages, type PrepareMessage } from "./prepare-item";
 import { queryStub, type QueryMessage } from "./queries";
@@ -24,23 +23,18 @@ function backoffSeconds(attempts: number): number {
  * consumer fails it.
  */
 export async function consumeQueries(batch: MessageBatch<WorkMessage>, env: Env): Promise<void> {
-  const limits = readQueryLimits(env);
   for (const message of batch.messages) {
-    if (isPrepare(message.body)) {
-      await consumePrepare(message as Message<PrepareMessage>, env, limits.memoryBudgetBytes);
-      continue;
-    }
-    const query = message as Message<QueryMessage>;
-    await consumeQuery(query, env, limits);
+    if (isPrepare(message.body)) await consumePrepare(message as Message<PrepareMessage>, env);
+    else await consumeQuery(message as Message<QueryMessage>, env);
   }
 }
 
-/** Runs one query message (see consumeQueries). */
-async function consumeQuery(message: Message<QueryMessage>, env: Env, limits: QueryLimits): Promise<void> {
+/** Runs one query message (see consumeQueries), under the limits recorded when it was submitted. */
+async function consumeQuery(message: Message<QueryMessage>, env: Env): Promise<void> {
   const stub = queryStub(env, message.body.queryId);
   let claim;
   try {
-    claim = await stub.claim(limits.timeLimitMs);
+    claim = await stub.claim();
   } catch (error) {
     logError(message.body.queryId, "claim", error);
     message.retry({ delaySeconds: backoffSeconds(message.attempts) });
@@ -51,7 +45,7 @@ async function consumeQuery(message: Message<QueryMessage>, env: Env, limits: Qu
     return;
   }
   try {
-    const outcome = await executeQuery(env, claim.record, limits, stub);
+    const outcome = await executeQuery(env, claim.record, claim.record.limits, stub);
     if (outcome.status !== "cancelled") {
       const recorded = await stub.finish(outcome);
       // Cancelled or failed by the watchdog meanwhile: nothing points to the result, so nothing else would delete it.
@@ -76,10 +70,10 @@ async function consumeQuery(message: Message<QueryMessage>, env: Env, limits: Qu
  * backoff. A build that cannot succeed is logged and acknowledged: queries
  * on that version keep reading its CSV.
  */
-async function consumePrepare(message: Message<PrepareMessage>, env: Env, memoryBudgetBytes: number): Promise<void> {
+async function consumePrepare(message: Message<PrepareMessage>, env: Env): Promise<void> {
   const started = Date.now();
   try {
-    const outcome = await prepareColumnImages(env, message.body.prepare, memoryBudgetBytes);
+    const outcome = await prepareColumnImages(env, message.body.prepare, message.body.memoryBudgetBytes);
     console.log(JSON.stringify({ prepare: message.body.prepare, outcome, ms: Date.now() - started }));
     message.ack();
   } catch (error) {

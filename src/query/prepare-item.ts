@@ -1,5 +1,5 @@
 import { findDataItem } from "../catalog/access";
-import { columnImagesEnabled } from "../config";
+import { columnImagesEnabled, readQueryLimits } from "../config";
 import { adoptColumnImageKeys, recordColumnImages } from "../catalog/datasets";
 import type { StoredDataSchema } from "../ingest/data-schema";
 import { columnImageKey } from "../storage/keys";
@@ -11,6 +11,8 @@ import { IMAGE_FORMAT, VALUES_PER_RECORD, type ColumnImages } from "./engine/col
 /** The queue message that asks for a version's column images. */
 export interface PrepareMessage {
   prepare: { datasetId: string; name: string; version: string };
+  /** The API Worker's QUERY_MEMORY_BUDGET_BYTES: the engine Worker has no settings of its own. */
+  memoryBudgetBytes: number;
 }
 
 /** Images of a build that dies with its Worker are swept after this long. */
@@ -85,7 +87,10 @@ export async function requestColumnImages(env: Env, item: { datasetId: string; n
   try {
     const current = await findDataItem(env.DB, item.datasetId, item.name);
     if (!current || current.columnImages) return;
-    const message: PrepareMessage = { prepare: { ...item, version: current.version } };
+    const message: PrepareMessage = {
+      prepare: { ...item, version: current.version },
+      memoryBudgetBytes: readQueryLimits(env).memoryBudgetBytes,
+    };
     await env.QUERY_QUEUE.send(message);
   } catch (error) {
     console.error(JSON.stringify({ step: "request column images", item, error: String(error) }));
@@ -101,6 +106,8 @@ export async function requestMissingImages(env: Env, uploadedBefore: string, lim
   )
     .bind(uploadedBefore, limit)
     .all<PrepareMessage["prepare"]>();
-  if (results.length > 0) await env.QUERY_QUEUE.sendBatch(results.map((prepare) => ({ body: { prepare } })));
+  const { memoryBudgetBytes } = readQueryLimits(env);
+  if (results.length > 0)
+    await env.QUERY_QUEUE.sendBatch(results.map((prepare) => ({ body: { prepare, memoryBudgetBytes } })));
   return results.length;
 }

@@ -1,4 +1,5 @@
 import type { Principal } from "../catalog/accounts";
+import type { QueryLimits } from "../config";
 import { randomToken } from "../util/crypto";
 import type { QueryRecord } from "./query-record";
 
@@ -28,6 +29,7 @@ export async function submitQuery(
   principal: Principal,
   sql: string,
   idempotencyKey: string | null,
+  limits: QueryLimits,
 ): Promise<SubmitResult> {
   if (idempotencyKey) {
     const earlier = await findByIdempotencyKey(env.DB, principal.userId, idempotencyKey);
@@ -47,7 +49,7 @@ export async function submitQuery(
     if (earlier) return replay(env, earlier, sql);
   }
   const stub = queryStub(env, queryId);
-  const record = await stub.create({ queryId, ownerUserId: principal.userId, sql });
+  const record = await stub.create({ queryId, ownerUserId: principal.userId, sql, limits });
   try {
     await env.QUERY_QUEUE.send({ queryId } satisfies QueryMessage);
   } catch (error) {

@@ -1,3 +1,4 @@
+import type { QueryLimits } from "../config";
 import type { DataTypeName } from "../ingest/value-types";
 
 /** The states of a query (DECISIONS §7). */
@@ -24,6 +25,8 @@ export interface QueryRecord {
   queryId: string;
   ownerUserId: string;
   sql: string;
+  /** The limits in force when it was submitted; the engine Worker runs it under these. */
+  limits: QueryLimits;
   status: QueryStatus;
   message: string;
   createdAt: string;

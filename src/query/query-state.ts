@@ -1,5 +1,6 @@
 import { DurableObject } from "cloudflare:workers";
 import { isoSeconds, nowSeconds } from "../util/time";
+import type { QueryLimits } from "../config";
 import { FINISHED, type QueryRecord, type RunOutcome } from "./query-record";
 
 const KEY = "query";
@@ -25,7 +26,7 @@ export class QueryState extends DurableObject<Env> {
   }
 
   /** Records a new query as queued; calling it again returns the first record unchanged. */
-  async create(init: { queryId: string; ownerUserId: string; sql: string }): Promise<QueryRecord> {
+  async create(init: { queryId: string; ownerUserId: string; sql: string; limits: QueryLimits }): Promise<QueryRecord> {
     const existing = await this.load();
     if (existing) return existing;
     const nowMs = Date.now();
@@ -62,9 +63,10 @@ export class QueryState extends DurableObject<Env> {
    * Anything else (already running, finished, cancelled) is refused, so a
    * redelivered message never runs a query twice.
    */
-  async claim(timeLimitMs: number): Promise<ClaimResult> {
+  async claim(): Promise<ClaimResult> {
     const record = await this.load();
     if (!record || record.status !== "queued") return { ok: false, record };
+    const timeLimitMs = record.limits.timeLimitMs;
     const started = await this.save(
       { ...record, status: "running", startedAt: isoSeconds(nowSeconds()), attempts: record.attempts + 1 },
       "Running: loading the data.",

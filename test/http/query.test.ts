@@ -286,7 +286,7 @@ describe("GET /v1/query/{QueryId}/results/rawdata", () => {
 
   it("should answer 400 still running for a running query", async () => {
     const queryId = await queuedQuery();
-    await stateOf(queryId).claim(60_000);
+    await stateOf(queryId).claim();
 
     const message = await errorMessage(await queryGet(owner.accessToken, queryId, "results/rawdata"), 400);
 
@@ -388,7 +388,7 @@ describe("POST /v1/query/{QueryId}/cancel", () => {
 
   it("should cancel a running query", async () => {
     const queryId = await queuedQuery();
-    await stateOf(queryId).claim(60_000);
+    await stateOf(queryId).claim();
 
     const body = await readEnvelope<QueryStatusData>(await cancelQuery(owner.accessToken, queryId), 200);
 

@@ -1,7 +1,7 @@
 import { createExecutionContext, createMessageBatch, getQueueResult } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { afterEach, beforeAll, beforeEach, describe, expect, it, vi, type MockInstance } from "vitest";
-import worker from "../../src/index";
+import worker from "../../src/engine";
 import type { QueryMessage } from "../../src/query/queries";
 import type { RunOutcome } from "../../src/query/query-record";
 import type { QueryState } from "../../src/query/query-state";
@@ -109,7 +109,7 @@ describe("consumeQueries", () => {
 
   it("should acknowledge a redelivered message of a running query without touching it", async () => {
     const queryId = await queued();
-    await stateOf(queryId).claim(60_000);
+    await stateOf(queryId).claim();
     const before = await recordOf(queryId);
 
     const result = await consume([queryId]);

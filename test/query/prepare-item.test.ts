@@ -1,6 +1,7 @@
 import { env } from "cloudflare:workers";
 import { afterEach, beforeAll, beforeEach, describe, expect, it, vi, type MockInstance } from "vitest";
 import { ORPHAN_GRACE_SECONDS } from "../../src/catalog/datasets";
+import { readQueryLimits } from "../../src/config";
 import type { DataStorage } from "../../src/client";
 import { runMaintenance } from "../../src/maintenance/scheduled";
 import type { ColumnImages } from "../../src/query/engine/column-images";
@@ -145,7 +146,10 @@ describe("asking for column images", () => {
     const row = await currentRow(item);
 
     expect(item.queue.sent).toEqual([
-      { prepare: { datasetId: await datasetId(item.account, item.dataset), name: item.data, version: row.version } },
+      {
+        prepare: { datasetId: await datasetId(item.account, item.dataset), name: item.data, version: row.version },
+        memoryBudgetBytes: readQueryLimits(env).memoryBudgetBytes,
+      },
     ]);
     const storage = await storageOf(item);
     expect(storage).toEqual({
@@ -533,6 +537,7 @@ describe("asking again from the cron", () => {
         name: item.data,
         version: (await currentRow(item)).version,
       },
+      memoryBudgetBytes: readQueryLimits(env).memoryBudgetBytes,
     });
 
     expect(await requested(uploadedAt)).toBe(queue.sent.length);

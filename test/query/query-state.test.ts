@@ -1,5 +1,7 @@
 import { runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
+import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
+import { readQueryLimits } from "../../src/config";
 import type { QueryRecord, RunOutcome } from "../../src/query/query-record";
 import type { QueryState } from "../../src/query/query-state";
 import { stateOf } from "../support/query";
@@ -8,7 +10,8 @@ const HOUR_MS = 3_600_000;
 
 function newQuery(sql = "SELECT 1") {
   const queryId = crypto.randomUUID().replace(/-/g, "").slice(0, 22);
-  return { queryId, stub: stateOf(queryId), init: { queryId, ownerUserId: "user-1", sql } };
+  const limits = { ...readQueryLimits(env), timeLimitMs: HOUR_MS };
+  return { queryId, stub: stateOf(queryId), init: { queryId, ownerUserId: "user-1", sql, limits } };
 }
 
 const SUCCESS: RunOutcome = {
@@ -39,7 +42,7 @@ describe("QueryState", () => {
     const { stub } = newQuery();
 
     expect(await stub.get()).toBeNull();
-    expect((await stub.claim(HOUR_MS)).ok).toBe(false);
+    expect((await stub.claim()).ok).toBe(false);
     expect(await stub.cancel()).toEqual({ ok: false, record: null });
   });
 
@@ -47,8 +50,8 @@ describe("QueryState", () => {
     const { stub, init } = newQuery();
     await stub.create(init);
 
-    const claimed = await stub.claim(HOUR_MS);
-    const second = await stub.claim(HOUR_MS);
+    const claimed = await stub.claim();
+    const second = await stub.claim();
 
     expect(claimed.ok).toBe(true);
     expect(claimed.record).toMatchObject({ status: "running", attempts: 1 });
@@ -61,12 +64,12 @@ describe("QueryState", () => {
     await stub.create(init);
     if (end === "cancelled") await stub.cancel();
     else {
-      await stub.claim(HOUR_MS);
+      await stub.claim();
       await stub.finish(end === "succeeded" ? SUCCESS : { status: "failed", message: "Failed: boom." });
     }
     const before = await stub.get();
 
-    const claim = await stub.claim(HOUR_MS);
+    const claim = await stub.claim();
 
     expect(claim).toEqual({ ok: false, record: before });
     expect(before?.status).toBe(end);
@@ -75,10 +78,10 @@ describe("QueryState", () => {
   it("should put a running query back in the queue after a transient error, for the next claim", async () => {
     const { stub, init } = newQuery();
     await stub.create(init);
-    await stub.claim(HOUR_MS);
+    await stub.claim();
 
     const requeued = await stub.requeue("R2 is down");
-    const reclaimed = await stub.claim(HOUR_MS);
+    const reclaimed = await stub.claim();
 
     expect(requeued).toMatchObject({ status: "queued", startedAt: null });
     expect(requeued?.message).toContain("R2 is down");
@@ -96,7 +99,7 @@ describe("QueryState", () => {
   it("should record success with the result's facts and disarm the watchdog", async () => {
     const { stub, init } = newQuery();
     await stub.create(init);
-    await stub.claim(HOUR_MS);
+    await stub.claim();
 
     const finished = await stub.finish(SUCCESS);
 
@@ -114,7 +117,7 @@ describe("QueryState", () => {
   it("should keep a cancelled query cancelled when its run reports an outcome afterwards", async () => {
     const { stub, init } = newQuery();
     await stub.create(init);
-    await stub.claim(HOUR_MS);
+    await stub.claim();
     const cancelled = await stub.cancel();
 
     const after = await stub.finish(SUCCESS);
@@ -129,10 +132,10 @@ describe("QueryState", () => {
     await queued.stub.create(queued.init);
     const running = newQuery();
     await running.stub.create(running.init);
-    await running.stub.claim(HOUR_MS);
+    await running.stub.claim();
     const ended = newQuery();
     await ended.stub.create(ended.init);
-    await ended.stub.claim(HOUR_MS);
+    await ended.stub.claim();
     const failed = await ended.stub.finish({ status: "failed", message: "Failed: boom." });
 
     const results = [await queued.stub.cancel(), await running.stub.cancel(), await ended.stub.cancel()];
@@ -149,7 +152,7 @@ describe("QueryState", () => {
   it("should fail a query still running when the watchdog fires, saying it ran out of time", async () => {
     const { stub, init } = newQuery();
     await stub.create(init);
-    await stub.claim(HOUR_MS);
+    await stub.claim();
 
     expect(await runDurableObjectAlarm(stub)).toBe(true);
     const record = await stub.get();
@@ -161,7 +164,7 @@ describe("QueryState", () => {
   it("should leave a query that ended alone when a stale watchdog fires", async () => {
     const { stub, init } = newQuery();
     await stub.create(init);
-    await stub.claim(HOUR_MS);
+    await stub.claim();
     await stub.finish(SUCCESS);
     const before = await stub.get();
 
@@ -173,7 +176,7 @@ describe("QueryState", () => {
   it("should forget an expired result but keep the query succeeded", async () => {
     const { stub, init } = newQuery();
     await stub.create(init);
-    await stub.claim(HOUR_MS);
+    await stub.claim();
     await stub.finish(SUCCESS);
 
     const expired: QueryRecord | null = await stub.expireResult();
@@ -185,7 +188,7 @@ describe("QueryState", () => {
   it("should keep the failure facts a failed run reports", async () => {
     const { stub, init } = newQuery();
     await stub.create(init);
-    await stub.claim(HOUR_MS);
+    await stub.claim();
 
     const failed = await stub.finish({
       status: "failed",

@@ -19,8 +19,8 @@ afterEach(() => {
 });
 
 async function succeeded(sql = "SELECT 'kept' AS word"): Promise<string> {
-  const queryId = await submitOk(user.accessToken, sql, serviceWith(new TestQueue()));
-  await consume([queryId], RETENTION);
+  const queryId = await submitOk(user.accessToken, sql, serviceWith(new TestQueue(), RETENTION));
+  await consume([queryId]);
   return queryId;
 }
 

@@ -206,7 +206,8 @@ export interface QueryRun {
 /** Submits SQL, runs it through the real consumer with settings changed, and reads its status and result. */
 export async function runSql(token: string, sql: string, overrides: Partial<Env> = {}): Promise<QueryRun> {
   const queue = new TestQueue();
-  const queryId = await submitOk(token, sql, serviceWith(queue));
+  // Settings apply where a deployment reads them: the API records the limits with the query at submit.
+  const queryId = await submitOk(token, sql, serviceWith(queue, overrides));
   expect(outcomeOf(await consume([queryId], overrides))).toEqual({ acked: 1, retried: [] });
   const status = await statusOf(token, queryId);
   const csv = status.Status === "succeeded" ? await resultText(token, queryId) : null;

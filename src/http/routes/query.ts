@@ -74,7 +74,7 @@ queryRoutes.openapi(
     if (Sql.length > limits.maxSqlLength)
       throw badRequest(`Sql is ${Sql.length} characters long; the limit is ${limits.maxSqlLength}.`);
     const headers = c.req.valid("header");
-    const submitted = await submitQuery(c.env, c.get("principal"), Sql, headers["idempotency-key"] ?? null);
+    const submitted = await submitQuery(c.env, c.get("principal"), Sql, headers["idempotency-key"] ?? null, limits);
     if (!submitted.ok) {
       if (submitted.reason === "idempotency_conflict")
         throw badRequest("This Idempotency-Key was already used for different SQL; use a new key for a new query.");

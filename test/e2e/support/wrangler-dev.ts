@@ -38,6 +38,11 @@ export function wranglerDevArgs(options: {
   ]);
   return [
     "dev",
+    // The API Worker first (it serves the port), then the engine Worker that consumes the queue.
+    "-c",
+    "wrangler.toml",
+    "-c",
+    "wrangler.engine.toml",
     "--ip",
     "127.0.0.1",
     "--port",

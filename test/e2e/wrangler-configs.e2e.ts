@@ -1,0 +1,37 @@
+import { readFileSync } from "node:fs";
+import { join } from "node:path";
+import { describe, expect, it } from "vitest";
+
+const ROOT = join(import.meta.dirname, "../..");
+const api = readFileSync(join(ROOT, "wrangler.toml"), "utf8");
+const engine = readFileSync(join(ROOT, "wrangler.engine.toml"), "utf8");
+
+/** The value of `key = …` in the first table named `table`, or before any table for "" (flat TOML, as both are). */
+function valueIn(toml: string, table: string, key: string): string | undefined {
+  const parts = toml.split(/^\[/m);
+  const section = table === "" ? parts[0] : parts.find((part) => part.startsWith(`${table}]`));
+  return section?.match(new RegExp(`^${key}\\s*=\\s*"?([^"\\n]*)"?`, "m"))?.[1];
+}
+
+describe("the two Workers' configurations", () => {
+  it("should give the engine a CPU limit above the API's query time limit, with a margin", () => {
+    const timeLimitMs = Number(valueIn(api, "vars", "QUERY_TIME_LIMIT_SECONDS")) * 1000;
+    const cpuMs = Number(valueIn(engine, "limits", "cpu_ms"));
+
+    expect(timeLimitMs).toBeGreaterThan(0);
+    expect(cpuMs).toBeGreaterThanOrEqual(timeLimitMs + 10_000);
+  });
+
+  it("should keep every setting in the API Worker: the engine has none to drift", () => {
+    expect(engine).not.toMatch(/^\[vars\]/m);
+  });
+
+  it("should bind the engine to the API's database, bucket, queue and query state", () => {
+    expect(valueIn(engine, "[d1_databases]", "database_name")).toBe(valueIn(api, "[d1_databases]", "database_name"));
+    expect(valueIn(engine, "[r2_buckets]", "bucket_name")).toBe(valueIn(api, "[r2_buckets]", "bucket_name"));
+    expect(valueIn(engine, "[queues.producers]", "queue")).toBe(valueIn(api, "[queues.producers]", "queue"));
+    expect(valueIn(engine, "[queues.consumers]", "queue")).toBe(valueIn(api, "[queues.producers]", "queue"));
+    expect(valueIn(engine, "[durable_objects.bindings]", "script_name")).toBe(valueIn(api, "", "name"));
+    expect(api).not.toMatch(/^\[\[queues\.consumers\]\]/m);
+  });
+});
