@@ -1,3 +1,5 @@
+import type { WorkCounter } from "./work-counter";
+
 /**
  * The fast path of the CSV reader: rows read in place as field ranges of
  * the chunk's text, for the plain RFC 4180 shapes nearly every file has.
@@ -8,7 +10,8 @@
  * the file's own line ending) and stops at the first row that is anything
  * else, handing the rest of the text to papaparse. Both must give the same
  * fields for every row this scanner takes; test/ingest/csv-spans.test.ts
- * checks that on random text.
+ * checks that on random text. (papaparse's reading of the other rows is
+ * done by csv-fallback.ts, which gives the same rows in linear time.)
  *
  * Why: cutting every field into a string and every row into an array is
  * most of an upload's CPU time (a 78 MB file has 6 M fields). Here a field
@@ -87,6 +90,12 @@ const CR = 13;
  * by character in JavaScript); inside it, a CR or LF that is not the line
  * ending is data, as papaparse reads it. A row with a quote in it is read
  * character by character.
+ *
+ * Each search starts where the last one of its kind stopped, or later, and
+ * the next quote and the next delimiter are kept across rows, so every
+ * character is looked at a bounded number of times: a file whose rows have
+ * no delimiter left does not search the rest of the text on every row.
+ * `work`, when given, is told how many characters the searches covered.
  */
 export function scanPlainRows(
   text: string,
@@ -94,57 +103,86 @@ export function scanPlainRows(
   newline: "\n" | "\r\n",
   row: RowSpans,
   sink: SpanSink,
+  work?: WorkCounter,
 ): { consumed: number; stop: ScanStop } {
   const length = text.length;
   const delimiterCode = delimiter.charCodeAt(0);
   const crlf = newline === "\r\n";
   let rowStart = 0;
-  // The first quote at or after rowStart (length when there is none); looked up again once passed.
+  // The first quote and the first delimiter at or after rowStart (length when there is none); looked up again once passed.
   let nextQuote = -1;
+  let nextDelimiter = -1;
+  let scanned = 0;
+  let stop: ScanStop;
   for (;;) {
     const lineEnd = text.indexOf(newline, rowStart);
-    if (lineEnd < 0) return { consumed: rowStart, stop: "incomplete" };
+    if (lineEnd < 0) {
+      scanned += length - rowStart;
+      stop = "incomplete";
+      break;
+    }
+    scanned += lineEnd + newline.length - rowStart;
     if (nextQuote < rowStart) {
-      nextQuote = text.indexOf('"', rowStart);
-      if (nextQuote < 0) nextQuote = length;
+      const found = text.indexOf('"', rowStart);
+      nextQuote = found < 0 ? length : found;
+      scanned += nextQuote - rowStart + 1;
     }
     let next: number;
     if (nextQuote > lineEnd) {
       // papaparse keeps a CR before LF in an LF file as data, and csv-rows.ts then drops it: papaparse reads those.
-      if (!crlf && text.charCodeAt(lineEnd - 1) === CR && lineEnd > rowStart)
-        return { consumed: rowStart, stop: "unusual" };
-      splitUnquoted(text, delimiter, rowStart, lineEnd, row);
+      if (!crlf && text.charCodeAt(lineEnd - 1) === CR && lineEnd > rowStart) {
+        stop = "unusual";
+        break;
+      }
+      row.count = 0;
+      let at = rowStart;
+      for (;;) {
+        if (nextDelimiter < at) {
+          const found = text.indexOf(delimiter, at);
+          nextDelimiter = found < 0 ? length : found;
+          scanned += nextDelimiter - at + 1;
+        }
+        if (nextDelimiter >= lineEnd) break;
+        row.push(text, at, nextDelimiter);
+        at = nextDelimiter + 1;
+      }
+      row.push(text, at, lineEnd);
       next = lineEnd + newline.length;
     } else {
       next = readQuotedRow(text, delimiterCode, crlf, rowStart, row);
-      if (next === INCOMPLETE) return { consumed: rowStart, stop: "incomplete" };
-      if (next === UNUSUAL) return { consumed: rowStart, stop: "unusual" };
+      if (next === INCOMPLETE) {
+        scanned += length - rowStart;
+        stop = "incomplete";
+        break;
+      }
+      if (next < INCOMPLETE) {
+        scanned += unusualAt(next) - rowStart + 1;
+        stop = "unusual";
+        break;
+      }
+      scanned += next - rowStart;
     }
     rowStart = next;
-    if (!sink.takeSpans(row)) return { consumed: rowStart, stop: "stopped" };
+    if (!sink.takeSpans(row)) {
+      stop = "stopped";
+      break;
+    }
   }
+  if (work) work.scanned += scanned;
+  return { consumed: rowStart, stop };
 }
 
 const INCOMPLETE = -1;
-const UNUSUAL = -2;
-
-/** Splits `text[from, end)`, which has no quote, at each delimiter. */
-function splitUnquoted(text: string, delimiter: string, from: number, end: number, row: RowSpans): void {
-  row.count = 0;
-  let at = from;
-  for (;;) {
-    const found = text.indexOf(delimiter, at);
-    if (found < 0 || found >= end) break;
-    row.push(text, at, found);
-    at = found + 1;
-  }
-  row.push(text, at, end);
-}
+// readQuotedRow's answer for a row that is not plain encodes where it found out (for the work count), below INCOMPLETE.
+const UNUSUAL_BASE = -2;
+const unusual = (at: number) => UNUSUAL_BASE - at;
+const unusualAt = (answer: number) => UNUSUAL_BASE - answer;
 
 /**
  * Reads the row starting at `from` character by character; returns where
- * the next row starts, INCOMPLETE when the text ends first, or UNUSUAL when
- * the row is not plain RFC 4180 (papaparse reads it instead).
+ * the next row starts, INCOMPLETE when the text ends first, or `unusual(at)`
+ * when the row is not plain RFC 4180 (papaparse reads it instead), `at`
+ * being the last character it looked at.
  */
 function readQuotedRow(text: string, delimiter: number, crlf: boolean, from: number, row: RowSpans): number {
   const length = text.length;
@@ -178,7 +216,7 @@ function readQuotedRow(text: string, delimiter: number, crlf: boolean, from: num
         if (code === delimiter || code === LF || code === CR || code === QUOTE) break;
       }
       if (at >= length) return INCOMPLETE;
-      if (code === QUOTE) return UNUSUAL;
+      if (code === QUOTE) return unusual(at);
       row.push(text, start, at);
     }
     if (code === delimiter) {
@@ -187,10 +225,10 @@ function readQuotedRow(text: string, delimiter: number, crlf: boolean, from: num
     }
     // The line ending; a CR or LF that is not one is data to papaparse, so it reads such rows.
     if (crlf) {
-      if (code !== CR) return UNUSUAL;
+      if (code !== CR) return unusual(at);
       if (at + 1 >= length) return INCOMPLETE;
-      return text.charCodeAt(at + 1) === LF ? at + 2 : UNUSUAL;
+      return text.charCodeAt(at + 1) === LF ? at + 2 : unusual(at + 1);
     }
-    return code === LF ? at + 1 : UNUSUAL;
+    return code === LF ? at + 1 : unusual(at);
   }
 }
