@@ -9,9 +9,11 @@ import type { AppContext, AppEnv } from "./context";
 import { ApiError } from "./errors";
 import { authRateLimit } from "./middleware/rate-limit";
 import { requestId } from "./middleware/request-id";
+import { securityHeaders } from "./middleware/security-headers";
 import { mountOpenApi } from "./openapi";
 import { createRouter } from "./router";
 import { accountRoutes } from "./routes/account";
+import { assetRoutes } from "./routes/assets";
 import { authRoutes } from "./routes/auth";
 import { dataRoutes } from "./routes/data";
 import { datasetRoutes } from "./routes/dataset";
@@ -30,6 +32,8 @@ const withConfig = createMiddleware<AppEnv>(async (c, next) => {
 export function createApp(): OpenAPIHono<AppEnv> {
   const app = createRouter();
   app.use("*", requestId);
+  // Before withConfig, so that a configuration error's 500 carries the headers too.
+  app.use("*", securityHeaders);
   app.use("*", withConfig);
   // Bearer tokens, not cookies, authorise API calls, so any origin may call them.
   app.use(
@@ -63,6 +67,7 @@ export function createApp(): OpenAPIHono<AppEnv> {
 
   app.route("/v1", v1);
   app.route("/", wellKnownRoutes);
+  app.route("/", assetRoutes);
   app.route("/", downloadRoutes);
   app.route("/idp", devIdp as unknown as Hono<AppEnv>);
 

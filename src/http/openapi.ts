@@ -1,6 +1,7 @@
 import type { OpenAPIHono } from "@hono/zod-openapi";
-import { swaggerUI } from "@hono/swagger-ui";
+import { html } from "hono/html";
 import type { AppEnv } from "./context";
+import { docsSecurityHeaders } from "./middleware/security-headers";
 
 const TAGS = [
   { name: "auth", description: "Log in, renew and revoke tokens" },
@@ -11,6 +12,22 @@ const TAGS = [
   { name: "query", description: "SQL queries and their results" },
   { name: "experimental", description: "May change greatly or be removed without notice; not for general use" },
 ];
+
+/** Swagger UI on the generated document; its files come from this Worker (routes/assets.ts), none from a CDN. */
+const DOCS_PAGE = html`<!doctype html>
+  <html lang="en">
+    <head>
+      <meta charset="utf-8" />
+      <meta name="viewport" content="width=device-width, initial-scale=1" />
+      <title>dqs API</title>
+      <link rel="stylesheet" href="/assets/swagger-ui.css" />
+    </head>
+    <body>
+      <div id="swagger-ui"></div>
+      <script src="/assets/swagger-ui-bundle.js"></script>
+      <script src="/assets/docs.js"></script>
+    </body>
+  </html>`;
 
 /** Serves the OpenAPI 3.1 document generated from the version 1 routes themselves, and a page for people. */
 export function mountOpenApi(app: OpenAPIHono<AppEnv>): void {
@@ -30,5 +47,5 @@ export function mountOpenApi(app: OpenAPIHono<AppEnv>): void {
     servers: [{ url: `${c.get("config").publicUrl}/v1`, description: "This deployment" }],
     tags: TAGS,
   }));
-  app.get("/docs", swaggerUI({ url: "/v1/openapi.json", title: "dqs API" }));
+  app.get("/docs", docsSecurityHeaders, (c) => c.html(DOCS_PAGE));
 }

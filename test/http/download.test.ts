@@ -277,6 +277,27 @@ describe("GET /download/...", () => {
     expect(new Uint8Array(await (await followDownload(location)).arrayBuffer())).toEqual(gzipped);
   });
 
+  it("should forbid sniffing, so a data item named .html is never shown as a page", async () => {
+    await uploadOk(owner.accessToken, `${dataset}/page.html`, "tag\n<script>alert(1)</script>\n");
+    const location = await downloadLocation(owner.accessToken, `${dataset}/page.html`);
+
+    const responses = [
+      await followDownload(location),
+      await followDownload(location, { headers: { range: "bytes=0-3" } }),
+    ];
+
+    for (const response of responses) {
+      expect(response.headers.get("x-content-type-options")).toBe("nosniff");
+      expect(response.headers.get("content-type")).toBe("text/csv; charset=utf-8");
+      expect(response.headers.get("content-disposition")).toMatch(/^attachment; filename="page.html"/);
+      expect(response.headers.get("content-security-policy")).toContain("default-src 'none'");
+      await response.arrayBuffer();
+    }
+    const refused = await followDownload(withParam(location, "filename", "other.html"));
+    expect(refused.headers.get("x-content-type-options")).toBe("nosniff");
+    await readEnvelope(refused, 403);
+  });
+
   it("should send a plain item with a CSV content type", async () => {
     const response = await followDownload(await downloadLocation(owner.accessToken, `${dataset}/orders.csv`));
 

@@ -154,6 +154,8 @@ describe("GET /v1/docs", () => {
     expect(response.headers.get("content-type")).toMatch(/^text\/html/);
     const html = await response.text();
     expect(html).toMatch(/swagger/i);
-    expect(html).toContain("/v1/openapi.json");
+    const starter = /<script src="(\/assets\/docs\.js)"><\/script>/.exec(html)?.[1];
+    expect(starter).toBeDefined();
+    expect(await (await call(starter!)).text()).toContain("/v1/openapi.json");
   });
 });

@@ -50,6 +50,8 @@ downloadRoutes.on(["GET", "HEAD"], "/download/*", async (c) => {
     ETag: head.httpEtag,
     "Accept-Ranges": "bytes",
     "Cache-Control": "private, no-transform",
+    // A data name may end in .html: the browser must take the type above as it is.
+    "X-Content-Type-Options": "nosniff",
     "Content-Length": String(range ? range.length : head.size),
   });
   if (range) headers.set("Content-Range", `bytes ${range.offset}-${range.offset + range.length - 1}/${head.size}`);
