@@ -123,11 +123,7 @@ function openGzip(source: SourceReader): UploadBytes {
   let inflatedBytes = 0;
   let multiMember = false;
   const gunzip = new Gunzip((data, final) => {
-    if (data.length > 0) {
-      inflated.push(data);
-      crc = updateCrc32(crc, data);
-      inflatedBytes += data.length;
-    }
+    if (data.length > 0) inflated.push(data);
     if (final) ended = true;
   });
   gunzip.onmember = () => {
@@ -150,10 +146,11 @@ function openGzip(source: SourceReader): UploadBytes {
     } catch (error) {
       return gzipFailureMessage(error, fed);
     }
-    if (slice === undefined) return checkTrailer();
-    inputAt += slice.length;
-    fed += slice.length;
-    trailer.add(slice);
+    if (slice !== undefined) {
+      inputAt += slice.length;
+      fed += slice.length;
+      trailer.add(slice);
+    }
     return undefined;
   }
 
@@ -173,8 +170,16 @@ function openGzip(source: SourceReader): UploadBytes {
     async read() {
       for (;;) {
         const bytes = inflated.shift();
-        if (bytes) return { kind: "bytes", bytes };
-        if (ended) return { kind: "end" };
+        if (bytes) {
+          // Summed as read, not as inflated: a chunk the caller never reads (past its size limit) costs nothing more.
+          crc = updateCrc32(crc, bytes);
+          inflatedBytes += bytes.length;
+          return { kind: "bytes", bytes };
+        }
+        if (ended) {
+          const failure = checkTrailer();
+          return failure ? { kind: "bad-gzip", message: failure } : { kind: "end" };
+        }
         const failure = await inflateMore();
         if (failure) return { kind: "bad-gzip", message: failure };
       }
