@@ -4,6 +4,7 @@ import { RowRouter } from "./row-router";
 import type { Violation } from "./table-check";
 import { openUploadBytes, type RawCopy } from "./upload-bytes";
 import { Utf8Text, type DecodedText } from "./utf8-text";
+import type { WorkCounter } from "./work-counter";
 
 export type { Violation } from "./table-check";
 
@@ -11,11 +12,17 @@ export type { Violation } from "./table-check";
 export const MAX_VIOLATIONS = 5;
 /** Default bound on one row's text (characters), which is what an unclosed quote would otherwise buffer. */
 export const DEFAULT_MAX_ROW_CHARS = 8 * 1024 * 1024;
+/**
+ * The most bytes decoded and read between two checks of the limits and of
+ * the problems found: a decompressed chunk can be megabytes, and reading on
+ * through it after a row was refused or the fifth problem found is waste.
+ */
+const STEP_BYTES = 64 * 1024;
 
 export interface IngestLimits {
   /** Bytes of CSV after gunzip (or as uploaded, for raw files); more answers 413. */
   maxDecompressedBytes: number;
-  /** Longest row, in characters, kept while looking for its end; default `DEFAULT_MAX_ROW_CHARS`. */
+  /** Longest row, in characters without its line break; a longer one answers 400. Default `DEFAULT_MAX_ROW_CHARS`. */
   maxRowChars?: number;
 }
 
@@ -32,6 +39,8 @@ export interface IngestOptions {
    * `tee()`). It is closed when the result is ok and aborted otherwise, so a store fed by it fails.
    */
   copyTo?: WritableStream<Uint8Array>;
+  /** Told how much the check looked at, for tests of its work (see work-counter.ts). */
+  work?: WorkCounter;
 }
 
 export type IngestResult =
@@ -105,9 +114,12 @@ class IngestRun {
     this.hasHeader = options.dataOptions?.Header ?? true;
     this.maxRowChars = options.limits.maxRowChars ?? DEFAULT_MAX_ROW_CHARS;
     this.router = new RowRouter(options.tableDefinition, this.hasHeader, MAX_VIOLATIONS);
-    this.rows = new CsvRowReader(options.dataOptions?.Delimiter ?? ",", this.maxRowChars, this.router);
+    this.rows = new CsvRowReader(options.dataOptions?.Delimiter ?? ",", this.maxRowChars, this.router, {
+      work: options.work,
+    });
   }
 
+  /** Checks the size limit before looking at `bytes` at all, then reads them a step at a time. */
   takeBytes(bytes: Uint8Array): IngestResult | undefined {
     this.decompressedBytes += bytes.length;
     const limit = this.options.limits.maxDecompressedBytes;
@@ -115,11 +127,17 @@ class IngestRun {
       const decompressed = this.deliveryType === "GZIP" ? " once decompressed" : "";
       return fail(413, `The file is larger than the limit of ${limit} bytes${decompressed}.`);
     }
-    return this.takeText(this.utf8.decode(bytes)) ?? this.violationStop();
+    for (let at = 0; at < bytes.length; at += STEP_BYTES) {
+      const step = bytes.subarray(at, at + STEP_BYTES);
+      if (this.options.work) this.options.work.scanned += step.length;
+      const stop = this.takeText(this.utf8.decode(step)) ?? this.violationStop();
+      if (stop) return stop;
+    }
+    return undefined;
   }
 
   finish(): IngestResult {
-    const stop = this.takeText(this.utf8.end()) ?? this.takeRows(this.rows.end());
+    const stop = this.takeText(this.utf8.end()) ?? this.checkRead(this.rows.end());
     if (stop) return stop;
     const router = this.router;
     if (!router.sawContent && this.hasHeader) {
@@ -139,10 +157,9 @@ class IngestRun {
   }
 
   private takeText(decoded: DecodedText): IngestResult | undefined {
-    if (decoded.ok) return this.takeRows(this.rows.push(decoded.text));
+    if (decoded.ok) return this.checkRead(this.rows.push(decoded.text));
     // Parse up to the bad byte so the message can name the row it is in.
-    const before = this.rows.push(decoded.validText, true);
-    if (before.ok) this.router.take(before);
+    this.rows.push(decoded.validText, true);
     const where = `byte offset ${decoded.offset}${this.deliveryType === "GZIP" ? " of the decompressed data" : ""}, in ${this.router.nextRowDescription()}`;
     const what =
       decoded.byte === undefined
@@ -151,11 +168,9 @@ class IngestRun {
     return fail(400, `The file is not valid UTF-8: ${what}. Save the file as UTF-8 and upload it again.`);
   }
 
-  private takeRows(read: ReadRows): IngestResult | undefined {
-    if (read.ok) {
-      this.router.take(read);
-      return undefined;
-    }
+  // The rows themselves went to the router as they were read.
+  private checkRead(read: ReadRows): IngestResult | undefined {
+    if (read.ok) return undefined;
     return fail(
       400,
       `The file has a row longer than ${this.maxRowChars} characters (at ${this.router.nextRowDescription()}); usually a quoted field is never closed.`,

@@ -1,11 +1,12 @@
-import * as Papa from "papaparse";
+import { FallbackParser, type Newline, type ParsedRows, type RowParser } from "./csv-fallback";
 import { RowSpans, scanPlainRows, type SpanSink } from "./csv-spans";
+import type { WorkCounter } from "./work-counter";
 
 /**
- * Splits CSV text that arrives in pieces into rows, with papaparse's
- * low-level `Papa.Parser`, so that the rows do not depend on where the
- * pieces were cut. Papa's own streamers do the same for files and Node
- * streams; this one takes text pushed by a caller that owns the byte stream.
+ * Splits CSV text that arrives in pieces into rows, so that the rows do not
+ * depend on where the pieces were cut, as papaparse's own streamers do for
+ * files and Node streams; this one takes text pushed by a caller that owns
+ * the byte stream.
  *
  * How: the text after the last complete row is kept and parsed again with
  * the next piece (`ignoreLastRow`), exactly as papaparse's ChunkStreamer
@@ -14,20 +15,18 @@ import { RowSpans, scanPlainRows, type SpanSink } from "./csv-spans";
  * completes no row (one very long quoted field), the next attempt waits
  * until the kept text has doubled, which keeps the work linear.
  *
- * With a `SpanSink`, plain rows skip papaparse: they are read in place by
- * csv-spans.ts and handed to the sink as they are found, before (and so in
- * file order with) the rows `push` returns, which papaparse read from the
- * first row the fast path did not take.
+ * The kept text is read in windows that start where a row starts and hold
+ * one row of `maxRowChars` and its line break: no search looks further than
+ * that, however large a piece is, and a longer row is refused as soon as its
+ * window is full, wherever the text was cut.
+ *
+ * With a sink, plain rows are read in place by csv-spans.ts and handed to
+ * it as they are found, and every other row follows as strings, all in file
+ * order. Without one, every row is read by the parser (csv-fallback.ts:
+ * papaparse's reading in linear time) and returned by `push` and `end`.
  */
 
-/** The shape of what `Papa.Parser.parse` returns (its typings say `any`). */
-interface PapaChunkResult {
-  data: string[][];
-  errors: { code: string; row: number }[];
-  meta: { cursor: number };
-}
-
-/** Rows completed by a piece of text; `malformedRows` lists indexes into `rows` whose quoting is broken. */
+/** Rows completed by a piece of text; `malformedRows` lists indexes into `rows` (ascending) whose quoting is broken. */
 export interface RowBatch {
   rows: string[][];
   malformedRows: readonly number[];
@@ -35,44 +34,79 @@ export interface RowBatch {
 
 export type ReadRows = ({ ok: true } & RowBatch) | { ok: false; reason: "row-too-long" };
 
-type Newline = "\n" | "\r\n" | "\r";
+/** Takes every row in file order: plain rows in place (`takeSpans`), the others as strings. False stops the reading. */
+export interface RowsSink extends SpanSink {
+  takeRows(batch: RowBatch): boolean;
+}
+
+export interface ReaderOptions {
+  /** Makes the parser for the rows the fast path leaves; by default csv-fallback.ts (tests pass papaparse's own). */
+  parser?: (delimiter: string, newline: Newline) => RowParser;
+  /** Told how much text the reading looked at (see work-counter.ts). */
+  work?: WorkCounter;
+}
 
 const MIN_PARSE_CHARS = 64 * 1024;
 const NO_ROWS: ReadRows = { ok: true, rows: [], malformedRows: [] };
+const TOO_LONG: ReadRows = { ok: false, reason: "row-too-long" };
 const QUOTE = 34;
 const LF = 10;
 const CR = 13;
 
-/** Streaming CSV row splitter over papaparse; feed it with `push` and close it with `end`. */
+/** Streaming CSV row splitter; feed it with `push` and close it with `end`. */
 export class CsvRowReader {
-  private parser: Papa.Parser | undefined;
+  private parser: RowParser | undefined;
   private newline: Newline | undefined;
+  // One row of maxRowChars and its line break; known with the line ending.
+  private windowChars: number;
+  private batchChars: number;
   private pending = "";
-  private parseAt = MIN_PARSE_CHARS;
+  // Whether pending was joined from pieces since it was last searched.
+  private joined = false;
+  private parseAt: number;
+  private stopped = false;
+  // Rows read since the last push or end, when there is no sink.
+  private collected: string[][] = [];
+  private collectedMalformed: number[] = [];
   // Where the line-ending scan stopped, and the quoting state there.
   private scanAt = 0;
   private scanInQuotes = false;
   private scanAtFieldStart = true;
   private readonly spans = new RowSpans();
+  private readonly makeParser: NonNullable<ReaderOptions["parser"]>;
+  private readonly work: WorkCounter | undefined;
 
-  /** `maxRowChars` bounds the text kept for one row, so an unclosed quote cannot hold the whole file in memory. */
+  /** `maxRowChars` bounds one row's text (line break excluded), so an unclosed quote cannot hold the whole file in memory. */
   constructor(
     private readonly delimiter: string,
     private readonly maxRowChars: number,
-    private readonly spanSink?: SpanSink,
-  ) {}
+    private readonly sink?: RowsSink,
+    options: ReaderOptions = {},
+  ) {
+    const work = options.work;
+    this.work = work;
+    this.makeParser = options.parser ?? ((delimiter, newline) => new FallbackParser(delimiter, newline, work));
+    this.windowChars = maxRowChars + 1;
+    this.batchChars = Math.min(MIN_PARSE_CHARS, this.windowChars);
+    this.parseAt = this.batchChars;
+  }
 
-  /** Adds text; with `flush`, parses now instead of waiting for a full batch. Returns the rows it completed. */
+  /** Adds text; with `flush`, parses now instead of waiting for a full batch. Returns the rows it completed (none with a sink). */
   push(text: string, flush = false): ReadRows {
-    this.pending = this.pending === "" ? text : this.pending + text;
+    if (this.stopped) return NO_ROWS;
+    if (this.pending === "") {
+      this.pending = text;
+    } else {
+      this.pending += text;
+      this.joined = true;
+    }
     if (this.parser === undefined) {
       const newline = this.detectNewline(false);
-      if (newline === undefined)
-        return this.pending.length > this.maxRowChars ? { ok: false, reason: "row-too-long" } : NO_ROWS;
+      if (newline === undefined) return this.scanAt > this.maxRowChars ? TOO_LONG : NO_ROWS;
       this.startParser(newline);
     }
     if (!flush && this.pending.length < this.parseAt) return NO_ROWS;
-    return this.parsePending(false);
+    return this.parsePending() ? this.takeCollected() : TOO_LONG;
   }
 
   /**
@@ -81,69 +115,120 @@ export class CsvRowReader {
    * open an empty one, so the rows never depend on how the text was cut.
    */
   end(): ReadRows {
-    if (this.parser === undefined) this.startParser(this.detectNewline(true) ?? "\n");
-    const complete = this.parsePending(false);
-    if (!complete.ok || this.pending === "") return complete;
-    const last = this.parsePending(true);
-    if (!last.ok || complete.rows.length === 0) return last;
-    return {
-      ok: true,
-      rows: [...complete.rows, ...last.rows],
-      malformedRows: [...complete.malformedRows, ...last.malformedRows.map((index) => index + complete.rows.length)],
-    };
+    if (this.stopped) return NO_ROWS;
+    if (this.parser === undefined) {
+      const newline = this.detectNewline(true);
+      if (newline === undefined && this.scanAt > this.maxRowChars) return TOO_LONG;
+      this.startParser(newline ?? "\n");
+    }
+    if (!this.parsePending()) return TOO_LONG;
+    if (this.pending !== "" && !this.stopped) {
+      if (this.pending.length > this.maxRowChars) return TOO_LONG;
+      const last = this.parser!.parse(this.pending, 0, false);
+      this.pending = "";
+      this.deliver(last);
+    }
+    return this.takeCollected();
   }
 
   private startParser(newline: Newline): void {
     this.newline = newline;
-    this.parser = new Papa.Parser({ delimiter: this.delimiter, newline, quoteChar: '"' });
+    this.parser = this.makeParser(this.delimiter, newline);
+    this.windowChars = this.maxRowChars + newline.length;
+    this.batchChars = Math.min(MIN_PARSE_CHARS, this.windowChars);
+    this.parseAt = this.batchChars;
   }
 
-  private parsePending(final: boolean): ReadRows {
-    if (this.pending === "") return NO_ROWS;
-    if (!final && this.spanSink && this.newline !== "\r") {
-      const { consumed, stop } = scanPlainRows(this.pending, this.delimiter, this.newline!, this.spans, this.spanSink);
-      if (consumed > 0) {
-        this.pending = this.pending.slice(consumed);
-        this.parseAt = MIN_PARSE_CHARS;
+  /** Reads every complete row of the kept text, a window at a time; false when a row is longer than allowed. */
+  private parsePending(): boolean {
+    const fast = this.sink !== undefined && this.newline !== "\r";
+    // The first search copies joined pieces into one string.
+    if (this.joined && this.work) this.work.scanned += this.pending.length;
+    this.joined = false;
+    for (;;) {
+      const pending = this.pending;
+      if (pending === "" || this.stopped) return true;
+      const cut = pending.length > this.windowChars;
+      const text = cut ? pending.slice(0, this.windowChars) : pending;
+      let consumed = 0;
+      let unusual = !fast;
+      if (fast) {
+        const scan = scanPlainRows(
+          text,
+          this.delimiter,
+          this.newline as "\n" | "\r\n",
+          this.spans,
+          this.sink!,
+          this.work,
+        );
+        consumed = scan.consumed;
+        if (scan.stop === "stopped") this.stopped = true;
+        // "incomplete": what is left is the start of a row (no complete row, as the parser would find too).
+        unusual = scan.stop === "unusual";
       }
-      if (stop === "stopped") return NO_ROWS;
-      // What is left is the start of a row (no complete row, as papaparse would find too).
-      if (stop === "incomplete") return consumed > 0 ? NO_ROWS : this.noCompleteRow(this.pending.length);
+      if (unusual) {
+        const parsed = this.parser!.parse(consumed === 0 ? text : text.slice(consumed), 0, true);
+        if (parsed.data.length > 0) {
+          consumed += parsed.meta.cursor;
+          this.deliver(parsed);
+        }
+      }
+      if (consumed > 0) {
+        this.pending = pending.slice(consumed);
+        if (cut) continue;
+        this.parseAt = this.batchChars;
+        return true;
+      }
+      // No complete row at the start of the kept text: too long once it fills a window, else wait until it has doubled.
+      if (pending.length >= this.windowChars) return false;
+      this.parseAt = Math.min(Math.max(MIN_PARSE_CHARS, pending.length * 2), this.windowChars);
+      return true;
     }
-    const result: PapaChunkResult = this.parser!.parse(this.pending, 0, !final);
-    const rows = result.data;
-    if (final) {
-      this.pending = "";
-    } else if (rows.length === 0) {
-      const tooLong = this.noCompleteRow(this.pending.length - result.meta.cursor);
-      if (!tooLong.ok) return tooLong;
-    } else {
-      this.pending = this.pending.slice(result.meta.cursor);
-      this.parseAt = MIN_PARSE_CHARS;
-    }
-    if (this.newline === "\n") stripCarriageReturns(rows);
-    return { ok: true, rows, malformedRows: malformedRowIndexes(result.errors, rows.length) };
   }
 
-  /** The kept text holds no complete row: fail if it is already too long, else wait until it has doubled. */
-  private noCompleteRow(rest: number): ReadRows {
-    if (rest > this.maxRowChars) return { ok: false, reason: "row-too-long" };
-    this.parseAt = Math.min(Math.max(MIN_PARSE_CHARS, rest * 2), this.maxRowChars + 1);
-    return NO_ROWS;
+  private deliver(parsed: ParsedRows): void {
+    const rows = parsed.data;
+    if (this.newline === "\n") stripCarriageReturns(rows);
+    const malformedRows = malformedRowIndexes(parsed.errors, rows.length);
+    if (this.sink) {
+      if (!this.sink.takeRows({ rows, malformedRows })) this.stopped = true;
+      return;
+    }
+    const offset = this.collected.length;
+    if (offset === 0) {
+      this.collected = rows;
+      this.collectedMalformed = [...malformedRows];
+      return;
+    }
+    for (const row of rows) this.collected.push(row);
+    for (const index of malformedRows) this.collectedMalformed.push(offset + index);
+  }
+
+  private takeCollected(): ReadRows {
+    if (this.collected.length === 0) return NO_ROWS;
+    const batch: ReadRows = { ok: true, rows: this.collected, malformedRows: this.collectedMalformed };
+    this.collected = [];
+    this.collectedMalformed = [];
+    return batch;
   }
 
   /**
    * Picks the file's line ending from its first line break outside quotes,
    * like papaparse's own guess but without needing the whole first chunk.
-   * Returns undefined while the text seen so far cannot tell yet.
+   * Returns undefined while the text seen so far cannot tell yet. Looks no
+   * further than a first row of `maxRowChars` could reach: `scanAt` past
+   * it means the first row is too long.
    */
   private detectNewline(atEnd: boolean): Newline | undefined {
     const text = this.pending;
     const delimiter = this.delimiter.charCodeAt(0);
+    const end = Math.min(text.length, this.maxRowChars + 1);
     let inQuotes = this.scanInQuotes;
     let atFieldStart = this.scanAtFieldStart;
-    let i = this.scanAt;
-    for (; i < text.length; i++) {
+    const from = this.scanAt;
+    let i = from;
+    let found: Newline | undefined;
+    for (; i < end; i++) {
       const code = text.charCodeAt(i);
       if (inQuotes) {
         if (code !== QUOTE) continue;
@@ -158,13 +243,18 @@ export class CsvRowReader {
         atFieldStart = false;
         continue;
       }
-      if (code === LF) return "\n";
+      if (code === LF) {
+        found = "\n";
+        break;
+      }
       if (code === CR) {
-        if (i + 1 < text.length) return text.charCodeAt(i + 1) === LF ? "\r\n" : "\r";
+        if (i + 1 < text.length) found = text.charCodeAt(i + 1) === LF ? "\r\n" : "\r";
         break;
       }
       atFieldStart = code === delimiter;
     }
+    if (this.work) this.work.scanned += i - from + 1;
+    if (found) return found;
     this.scanAt = i;
     this.scanInQuotes = inQuotes;
     this.scanAtFieldStart = atFieldStart;
@@ -182,7 +272,7 @@ function stripCarriageReturns(rows: string[][]): void {
   }
 }
 
-function malformedRowIndexes(errors: PapaChunkResult["errors"], rowCount: number): readonly number[] {
+function malformedRowIndexes(errors: ParsedRows["errors"], rowCount: number): readonly number[] {
   if (errors.length === 0) return [];
   const indexes = new Set<number>();
   // Errors on the unfinished last row are dropped: that row is parsed again with more text.

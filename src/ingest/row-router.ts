@@ -1,6 +1,6 @@
 import type { Column, TableDefinition } from "./data-schema";
-import type { RowBatch } from "./csv-rows";
-import { RowSpans, type SpanSink } from "./csv-spans";
+import type { RowBatch, RowsSink } from "./csv-rows";
+import { RowSpans } from "./csv-spans";
 import {
   TableInference,
   TableValidator,
@@ -20,11 +20,12 @@ const BLANK_ROW: readonly string[] = [""];
  * are ignored; blank lines in between are rows (NULL in a one-column
  * table, a field-count violation otherwise).
  *
- * Rows come either as strings (from papaparse) or, on the fast path, as
- * ranges of the text (`takeSpans`); a plain data row of the right width
- * goes straight to the check, anything else takes the string route.
+ * Rows come either as strings (`takeRows`, from csv-fallback.ts) or, on
+ * the fast path, as ranges of the text (`takeSpans`); a plain data row of
+ * the right width goes straight to the check, anything else takes the
+ * string route.
  */
-export class RowRouter implements SpanSink {
+export class RowRouter implements RowsSink {
   /** Data rows accepted so far (header excluded). */
   rowCount = 0;
   /** Whether any non-blank line was seen. */
@@ -46,12 +47,15 @@ export class RowRouter implements SpanSink {
     if (tableDefinition) this.sink = new TableValidator(tableDefinition.Columns);
   }
 
-  /** Routes a batch of rows; stops early once the violation list is full. */
-  take(batch: RowBatch): void {
+  /** Routes a batch of rows; stops early, and returns false, once the violation list is full. */
+  takeRows(batch: RowBatch): boolean {
     const { rows, malformedRows } = batch;
+    // malformedRows is ascending: walking it alongside keeps a batch of many malformed rows linear.
+    let nextMalformed = 0;
     for (let index = 0; index < rows.length; index++) {
       const fields = rows[index]!;
-      const malformed = malformedRows.length > 0 && malformedRows.includes(index);
+      const malformed = malformedRows[nextMalformed] === index;
+      if (malformed) nextMalformed++;
       if (fields.length === 1 && fields[0] === "" && !malformed) {
         // Only counted once something follows, so trailing blank lines vanish.
         if (this.sawContent) this.blankRun++;
@@ -60,8 +64,9 @@ export class RowRouter implements SpanSink {
       this.sawContent = true;
       for (; this.blankRun > 0; this.blankRun--) this.route(BLANK_ROW, false);
       this.route(fields, malformed);
-      if (this.violations.full) return;
+      if (this.violations.full) return false;
     }
+    return true;
   }
 
   /** Routes one row read in place; false once the violation list is full. */
@@ -69,7 +74,7 @@ export class RowRouter implements SpanSink {
     const sink = this.sink;
     const blank = row.count === 1 && row.starts[0] === row.ends[0];
     if (sink === undefined || this.headerPending || this.blankRun > 0 || blank || row.count !== sink.width) {
-      this.take({ rows: [row.fields()], malformedRows: [] });
+      this.takeRows({ rows: [row.fields()], malformedRows: [] });
     } else {
       this.sawContent = true;
       sink.accept(row, ++this.rowCount, this.violations);

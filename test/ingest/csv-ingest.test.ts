@@ -2,6 +2,7 @@ import { describe, expect, it } from "vitest";
 import { ingestCsv, type IngestOptions, type IngestResult } from "../../src/ingest/csv-ingest";
 import type { Column, TableDefinition } from "../../src/ingest/data-schema";
 import type { DataTypeName } from "../../src/ingest/value-types";
+import type { WorkCounter } from "../../src/ingest/work-counter";
 import { concatBytes, failingStream, gzip, trackedStream, utf8 } from "./streams";
 
 const LIMITS = { maxDecompressedBytes: 64 * 1024 * 1024 };
@@ -392,6 +393,68 @@ describe("ingestCsv: gzip", () => {
     const tracked = trackedStream(corrupt, 64);
     expect((await ingestCsv(tracked.stream, { limits: LIMITS })).ok).toBe(false);
     expect(tracked.cancelled || tracked.bytesServed === corrupt.length).toBe(true);
+  });
+});
+
+describe("ingestCsv: limits inside one large chunk", () => {
+  // A decompressed chunk can be megabytes; each limit must stop the check where it is crossed, not at the chunk's end.
+  const HUGE = 8 * 1024 * 1024;
+
+  async function ingestCounted(chunks: readonly Uint8Array[], options: Partial<IngestOptions>) {
+    const work: WorkCounter = { scanned: 0 };
+    const bytes = concatBytes(...chunks);
+    const cuts = chunks.slice(0, -1).map((_, index) => chunks.slice(0, index + 1).reduce((n, c) => n + c.length, 0));
+    const tracked = trackedStream(bytes, cuts);
+    const result = await ingestCsv(tracked.stream, { limits: LIMITS, ...options, work });
+    return { result, work: work.scanned, cancelled: tracked.cancelled };
+  }
+
+  it("should refuse a file whose size crosses the limit at a chunk's first byte without looking at that chunk", async () => {
+    const { result, work, cancelled } = await ingestCounted([utf8("a\n1\n"), utf8("2\n".repeat(HUGE / 2))], {
+      limits: { maxDecompressedBytes: 5 },
+    });
+    expect(result).toEqual({ ok: false, status: 413, message: "The file is larger than the limit of 5 bytes." });
+    expect(work).toBeLessThan(100);
+    expect(cancelled).toBe(true);
+  });
+
+  it("should stop a gzip bomb having looked at no more than the limit", async () => {
+    const limit = 1024 * 1024;
+    const bomb = await gzip(utf8(`a\n${"1\n".repeat(HUGE * 2)}`));
+    const { result, work } = await ingestCounted([bomb], { limits: { maxDecompressedBytes: limit } });
+    expect(failureOf(result).status).toBe(413);
+    expect(work).toBeLessThan(8 * limit);
+  });
+
+  it("should refuse a row longer than maxRowChars inside one chunk without reading far past it", async () => {
+    const maxRowChars = 10_000;
+    for (const file of [`a,b\n1,"${"x".repeat(HUGE)}`, `a,b\n1,${"x".repeat(HUGE)}\n2,3\n`, "y".repeat(HUGE)]) {
+      const { result, work } = await ingestCounted([utf8(file)], { limits: { ...LIMITS, maxRowChars } });
+      expect(failureOf(result).message).toMatch(/^The file has a row longer than 10000 characters/);
+      // A step of 64 KiB is decoded at a time; the rows are read no further than one row's length.
+      expect(work).toBeLessThan(2 * 64 * 1024 + 10 * maxRowChars);
+    }
+  });
+
+  it("should refuse a complete row longer than maxRowChars however the file is cut", async () => {
+    const file = utf8(`a,b\n1,${"x".repeat(20_000)}\n2,3\n`);
+    for (const chunking of [file.length, 7, 4096, [20_003]]) {
+      expect(await ingest(file, { limits: { ...LIMITS, maxRowChars: 10_000 } }, chunking)).toEqual({
+        ok: false,
+        status: 400,
+        message:
+          "The file has a row longer than 10000 characters (at data row 1); usually a quoted field is never closed.",
+      });
+    }
+    expect(await ingest(file, { limits: { ...LIMITS, maxRowChars: 20_002 } })).toMatchObject({ ok: true, rowCount: 2 });
+  });
+
+  it("should stop at the fifth problem inside one chunk without reading the rest of it", async () => {
+    const { result, work } = await ingestCounted([utf8(`n\n${"x\n".repeat(HUGE / 2)}`)], {
+      tableDefinition: table(column("n", "INTEGER")),
+    });
+    expect(failureOf(result).violations?.map((violation) => violation.row)).toEqual([1, 2, 3, 4, 5]);
+    expect(work).toBeLessThan(4 * 64 * 1024);
   });
 });
 

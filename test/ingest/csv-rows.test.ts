@@ -1,5 +1,6 @@
 import { describe, expect, it } from "vitest";
-import { CsvRowReader, type ReadRows } from "../../src/ingest/csv-rows";
+import { CsvRowReader, type ReadRows, type RowBatch, type RowsSink } from "../../src/ingest/csv-rows";
+import type { WorkCounter } from "../../src/ingest/work-counter";
 
 const MAX_ROW = 1024 * 1024;
 
@@ -132,6 +133,75 @@ describe("CsvRowReader", () => {
     expect(reader.push("x".repeat(2000), true)).toEqual({ ok: false, reason: "row-too-long" });
     const noLineBreak = new CsvRowReader(",", 1000);
     expect(noLineBreak.push("y".repeat(1001))).toEqual({ ok: false, reason: "row-too-long" });
+  });
+
+  it("should refuse a row longer than the limit even when it comes whole in one piece, wherever it is cut", () => {
+    const file = `a,b\n1,${"x".repeat(2000)}\n2,3\n`;
+    for (const pieces of [[file], splitsAt(file, 10), splitsAt(file, 1500, 2004), [...file]]) {
+      const reader = new CsvRowReader(",", 1000);
+      const reads = [...pieces.map((piece) => reader.push(piece)), reader.end()];
+      expect(reads.find((read) => !read.ok)).toEqual({ ok: false, reason: "row-too-long" });
+    }
+  });
+
+  it("should accept a row of exactly the limit, not counting its line break, and refuse one character more", () => {
+    const accepted = (text: string) => {
+      const reader = new CsvRowReader(",", 1000);
+      return [reader.push(text), reader.end()].every((read) => read.ok);
+    };
+    for (const newline of ["\n", "\r\n", "\r"]) {
+      for (const length of [1000, 1001]) {
+        const row = "1".repeat(length);
+        const what = `${length} characters, line ending ${JSON.stringify(newline)}`;
+        expect(accepted(`${row}${newline}1${newline}`), `first row of ${what}`).toBe(length <= 1000);
+        expect(accepted(`a${newline}${row}${newline}2${newline}`), `row of ${what}`).toBe(length <= 1000);
+        expect(accepted(`a${newline}${row}`), `last row of ${what}`).toBe(length <= 1000);
+      }
+    }
+  });
+
+  it("should refuse a row longer than the limit without looking much further than the limit", () => {
+    for (const text of ["y".repeat(1_000_000), `a,b\n1,"${"x".repeat(1_000_000)}`, `a\n${"x".repeat(1_000_000)}\n`]) {
+      const work: WorkCounter = { scanned: 0 };
+      const reader = new CsvRowReader(",", 1000, { takeSpans: () => true, takeRows: () => true }, { work });
+      expect(reader.push(text)).toEqual({ ok: false, reason: "row-too-long" });
+      expect(work.scanned).toBeLessThan(10 * 1000);
+    }
+  });
+
+  it("should hand a sink every row in file order, plain or not, across many windows", () => {
+    const lines = Array.from({ length: 3000 }, (_, i) =>
+      i % 3 === 0 ? `${i},"q ""${i}"""` : i % 3 === 1 ? `${i},stray"quote` : `${i},plain`,
+    );
+    const file = `id,text\n${lines.join("\n")}\n`;
+    const seen: string[][] = [];
+    const sink: RowsSink = {
+      takeSpans(row) {
+        seen.push(row.fields());
+        return true;
+      },
+      takeRows(batch: RowBatch) {
+        seen.push(...batch.rows);
+        return true;
+      },
+    };
+    const reader = new CsvRowReader(",", 40, sink);
+    for (let at = 0; at < file.length; at += 5000) expect(reader.push(file.slice(at, at + 5000)).ok).toBe(true);
+    expect(reader.end().ok).toBe(true);
+    expect(seen).toEqual(readPieces([file]));
+  });
+
+  it("should read nothing more once the sink asks to stop", () => {
+    let taken = 0;
+    const sink: RowsSink = {
+      takeSpans: () => ++taken < 2,
+      takeRows: (batch) => (taken += batch.rows.length) < 2,
+    };
+    const reader = new CsvRowReader(",", MAX_ROW, sink);
+    expect(reader.push("a\n1\n2\n3\n", true)).toEqual({ ok: true, rows: [], malformedRows: [] });
+    expect(reader.push("4\n5\n", true).ok).toBe(true);
+    expect(reader.end().ok).toBe(true);
+    expect(taken).toBe(2);
   });
 
   it("should batch small pieces and still return every row of a long file", () => {
