@@ -10,6 +10,8 @@ export interface Config {
   termsUrl: string | null;
   limits: { maxUploadBytes: number; maxCsvBytes: number };
   query: QueryLimits;
+  /** How many queries of one user run at once, and how many more may wait (DECISIONS §8). */
+  fairShare: FairShare;
   downloadUrlTtlSeconds: number;
   /** Whether uploads ask the queue to build column images (COLUMN_IMAGES). */
   columnImages: boolean;
@@ -26,6 +28,14 @@ export interface QueryLimits {
   maxResultBytes: number;
   maxResultRows: number;
   resultRetentionSeconds: number;
+}
+
+/** How many of one user's queries may be in the engine at once, and how many more may wait. */
+export interface FairShare {
+  maxRunning: number;
+  maxWaiting: number;
+  /** A slot not given back within this long is taken back (its query's end was never reported). */
+  leaseMs: number;
 }
 
 /** Secrets that a deployment may set but need not; `wrangler types` cannot express optional secrets. */
@@ -81,6 +91,12 @@ export function readConfig(env: Env, requestUrl: string): Config {
       maxCsvBytes: positiveInteger(env, "MAX_CSV_BYTES"),
     },
     query: readQueryLimits(env),
+    fairShare: {
+      maxRunning: positiveInteger(env, "QUERY_MAX_RUNNING_PER_USER"),
+      maxWaiting: positiveInteger(env, "QUERY_MAX_QUEUED_PER_USER"),
+      // Longer than any run with its retries: a slot whose end was never reported is taken back after this.
+      leaseMs: positiveInteger(env, "QUERY_TIME_LIMIT_SECONDS") * 3000 + 300_000,
+    },
     downloadUrlTtlSeconds: positiveInteger(env, "DOWNLOAD_URL_TTL_SECONDS"),
     columnImages: columnImagesEnabled(env),
     r2Presign,
@@ -117,7 +133,9 @@ type IntegerSetting =
   | "QUERY_MEMORY_BUDGET_BYTES"
   | "QUERY_MAX_RESULT_BYTES"
   | "QUERY_MAX_RESULT_ROWS"
-  | "QUERY_RESULT_RETENTION_SECONDS";
+  | "QUERY_RESULT_RETENTION_SECONDS"
+  | "QUERY_MAX_RUNNING_PER_USER"
+  | "QUERY_MAX_QUEUED_PER_USER";
 
 function positiveInteger(env: Env, name: IntegerSetting): number {
   const value = Number(env[name]);

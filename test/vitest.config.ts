@@ -34,7 +34,18 @@ export default defineConfig(async () => {
             textImports,
             cloudflareTest({
               wrangler: { configPath: "./wrangler.toml" },
+              main: "./test/support/test-worker.ts",
               miniflare: {
+                // The engine Worker's consumers (wrangler.engine.toml), served by the test Worker.
+                queueConsumers: {
+                  "dqs-queries": {
+                    maxBatchSize: 1,
+                    maxBatchTimeout: 0,
+                    maxRetries: 3,
+                    deadLetterQueue: "dqs-queries-dlq",
+                  },
+                  "dqs-queries-dlq": { maxBatchSize: 10, maxBatchTimeout: 1 },
+                },
                 bindings: {
                   TEST_MIGRATIONS: migrations,
                   ENVIRONMENT: "development",
@@ -44,6 +55,10 @@ export default defineConfig(async () => {
                   // Uploads do not ask the local queue for column images, whose consumer would build them while a
                   // test looks; tests that want images turn this on with a queue they control (test/support/query.ts).
                   COLUMN_IMAGES: "off",
+                  // Most tests submit many queries as one user and never finish some; the fair-share tests
+                  // (test/query/user-queries.test.ts) set small limits of their own.
+                  QUERY_MAX_RUNNING_PER_USER: "1000",
+                  QUERY_MAX_QUEUED_PER_USER: "1000",
                 },
               },
             }),

@@ -1143,6 +1143,15 @@ export interface paths {
                         "application/json": components["schemas"]["GeneralApiResponse"];
                     };
                 };
+                /** @description Too many of your queries are waiting (QUERY_MAX_QUEUED_PER_USER), or too many requests; see Retry-After */
+                429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["GeneralApiResponse"];
+                    };
+                };
                 /** @description The query could not be queued */
                 503: {
                     headers: {

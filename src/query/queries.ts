@@ -1,5 +1,5 @@
 import type { Principal } from "../catalog/accounts";
-import type { QueryLimits } from "../config";
+import type { FairShare, QueryLimits } from "../config";
 import { randomToken } from "../util/crypto";
 import type { QueryRecord } from "./query-record";
 
@@ -15,14 +15,22 @@ export function queryStub(env: Env, queryId: string) {
   return env.QUERY_STATE.get(env.QUERY_STATE.idFromName(queryId));
 }
 
+/** The Durable Object that holds a user's share of the engine. */
+export function userQueriesStub(env: Env, userId: string) {
+  return env.USER_QUERIES.get(env.USER_QUERIES.idFromName(userId));
+}
+
 export type SubmitResult =
   | { ok: true; queryId: string; record: QueryRecord; replayed: boolean }
-  | { ok: false; reason: "idempotency_conflict" | "not_queued" };
+  | { ok: false; reason: "idempotency_conflict" | "not_queued" }
+  | { ok: false; reason: "too_many_waiting"; waiting: number };
 
 /**
  * Records a query (D1 for the owner's history, its Durable Object for its
- * state) and enqueues it. With an idempotency key, a retried submit of the
- * same SQL returns the first query instead of a new one.
+ * state) and enqueues it, or puts it in line behind the owner's running
+ * queries (UserQueries); a full line refuses it and keeps nothing. With an
+ * idempotency key, a retried submit of the same SQL returns the first query
+ * instead of a new one.
  */
 export async function submitQuery(
   env: Env,
@@ -30,6 +38,7 @@ export async function submitQuery(
   sql: string,
   idempotencyKey: string | null,
   limits: QueryLimits,
+  share: FairShare,
 ): Promise<SubmitResult> {
   if (idempotencyKey) {
     const earlier = await findByIdempotencyKey(env.DB, principal.userId, idempotencyKey);
@@ -50,6 +59,14 @@ export async function submitQuery(
   }
   const stub = queryStub(env, queryId);
   const record = await stub.create({ queryId, ownerUserId: principal.userId, sql, limits });
+  // After create: once in line, the query may be sent by another query's end, and must exist to be claimed.
+  const entered = await userQueriesStub(env, principal.userId).enter(queryId, share);
+  if (!entered.ok) {
+    await stub.discard();
+    await env.DB.prepare("DELETE FROM queries WHERE id = ?").bind(queryId).run();
+    return { ok: false, reason: "too_many_waiting", waiting: entered.waiting };
+  }
+  if (!entered.admitted) return { ok: true, queryId, record, replayed: false };
   try {
     await env.QUERY_QUEUE.send({ queryId } satisfies QueryMessage);
   } catch (error) {
@@ -58,6 +75,18 @@ export async function submitQuery(
     return { ok: false, reason: "not_queued" };
   }
   return { ok: true, queryId, record, replayed: false };
+}
+
+/** A queued query waiting for its owner's turn says so in its message, with how many of theirs wait before it. */
+export async function withTurn(env: Env, record: QueryRecord, share: FairShare): Promise<QueryRecord> {
+  if (record.status !== "queued") return record;
+  const ahead = await userQueriesStub(env, record.ownerUserId).ahead(record.queryId);
+  if (ahead === null) return record;
+  const before = ahead === 0 ? "it is next" : `${ahead} of yours wait before it`;
+  return {
+    ...record,
+    message: `Queued: waiting for its turn; ${share.maxRunning} of your queries run at once (QUERY_MAX_RUNNING_PER_USER), and ${before}.`,
+  };
 }
 
 async function findByIdempotencyKey(db: D1Database, userId: string, key: string) {

@@ -25,6 +25,18 @@ export class QueryState extends DurableObject<Env> {
     return next;
   }
 
+  /** Saves a finished record, then gives the query's slot back to its owner's share (UserQueries). */
+  private async ended(record: QueryRecord, message: string): Promise<QueryRecord> {
+    const saved = await this.save(record, message);
+    try {
+      await this.env.USER_QUERIES.get(this.env.USER_QUERIES.idFromName(record.ownerUserId)).leave(record.queryId);
+    } catch (error) {
+      // The slot's lease runs out instead; the query's end is recorded either way.
+      console.error(JSON.stringify({ queryId: record.queryId, step: "give back the slot", error: String(error) }));
+    }
+    return saved;
+  }
+
   /** Records a new query as queued; calling it again returns the first record unchanged. */
   async create(init: { queryId: string; ownerUserId: string; sql: string; limits: QueryLimits }): Promise<QueryRecord> {
     const existing = await this.load();
@@ -51,6 +63,11 @@ export class QueryState extends DurableObject<Env> {
     };
     await this.ctx.storage.put(KEY, record);
     return record;
+  }
+
+  /** Forgets a query that was refused before anyone saw it (its owner's line was full). */
+  async discard(): Promise<void> {
+    await this.ctx.storage.deleteAll();
   }
 
   /** The query's record, or null if it was never created. */
@@ -101,12 +118,12 @@ export class QueryState extends DurableObject<Env> {
     await this.ctx.storage.deleteAlarm();
     if (outcome.status === "succeeded") {
       const { status: _status, ...result } = outcome;
-      return this.save(
+      return this.ended(
         { ...record, ...result, status: "succeeded", startedAt: null },
         `Succeeded: ${outcome.rowCount} rows, ${outcome.size} bytes.`,
       );
     }
-    return this.save(
+    return this.ended(
       {
         ...record,
         status: "failed",
@@ -128,7 +145,7 @@ export class QueryState extends DurableObject<Env> {
     await this.ctx.storage.deleteAlarm();
     return {
       ok: true,
-      record: await this.save({ ...record, status: "cancelled", startedAt: null }, "Cancelled by its owner."),
+      record: await this.ended({ ...record, status: "cancelled", startedAt: null }, "Cancelled by its owner."),
     };
   }
 
@@ -143,7 +160,7 @@ export class QueryState extends DurableObject<Env> {
   override async alarm(): Promise<void> {
     const record = await this.load();
     if (!record || record.status !== "running") return;
-    await this.save(
+    await this.ended(
       { ...record, status: "failed", startedAt: null },
       "Failed: the query did not finish within the time limit (the worker running it stopped or exceeded its CPU limit).",
     );

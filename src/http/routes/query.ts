@@ -1,7 +1,7 @@
 import { createRoute, z } from "@hono/zod-openapi";
 import { loadKeys } from "../../auth/keys";
 import { FINISHED, type QueryRecord } from "../../query/query-record";
-import { findOwnQuery, listOwnQueries, queryStub, submitQuery } from "../../query/queries";
+import { findOwnQuery, listOwnQueries, queryStub, submitQuery, withTurn } from "../../query/queries";
 import { resultSchemaString } from "../../query/result-schema";
 import { downloadLocation } from "../../storage/download-location";
 import type { AppContext } from "../context";
@@ -25,6 +25,8 @@ export const queryRoutes = createRouter();
 
 const MAX_WAIT_SECONDS = 30;
 const WAIT_POLL_MS = 50;
+/** A refused submit (too many waiting) is worth trying again after about one query's run. */
+const WAITING_RETRY_AFTER_SECONDS = 10;
 const QueryParams = z.object({ QueryId: QueryIdParam });
 
 function queryNotFound(queryId: string) {
@@ -63,6 +65,10 @@ queryRoutes.openapi(
       ...errorResponses(
         [400, "No JSON body, no Sql string, empty or over-long text, or an Idempotency-Key reused with other SQL"],
         [401, "Missing or invalid access token"],
+        [
+          429,
+          "Too many of your queries are waiting (QUERY_MAX_QUEUED_PER_USER), or too many requests; see Retry-After",
+        ],
         [503, "The query could not be queued"],
       ),
     },
@@ -74,10 +80,23 @@ queryRoutes.openapi(
     if (Sql.length > limits.maxSqlLength)
       throw badRequest(`Sql is ${Sql.length} characters long; the limit is ${limits.maxSqlLength}.`);
     const headers = c.req.valid("header");
-    const submitted = await submitQuery(c.env, c.get("principal"), Sql, headers["idempotency-key"] ?? null, limits);
+    const submitted = await submitQuery(
+      c.env,
+      c.get("principal"),
+      Sql,
+      headers["idempotency-key"] ?? null,
+      limits,
+      c.get("config").fairShare,
+    );
     if (!submitted.ok) {
       if (submitted.reason === "idempotency_conflict")
         throw badRequest("This Idempotency-Key was already used for different SQL; use a new key for a new query.");
+      if (submitted.reason === "too_many_waiting")
+        throw new ApiError(
+          429,
+          `${submitted.waiting} of your queries are already waiting for their turn (the limit is QUERY_MAX_QUEUED_PER_USER); submit this one when some have finished, or cancel some.`,
+          { "Retry-After": String(WAITING_RETRY_AFTER_SECONDS) },
+        );
       throw new ApiError(503, "The query could not be queued; submit it again shortly.");
     }
     const wait = preferredWait(headers.prefer);
@@ -114,7 +133,7 @@ queryRoutes.openapi(
     },
   }),
   async (c) => {
-    const record = await ownQuery(c, c.req.valid("param").QueryId);
+    const record = await withTurn(c.env, await ownQuery(c, c.req.valid("param").QueryId), c.get("config").fairShare);
     return c.json({ ...envelope(200, "OK"), Data: queryStatusData(record) }, 200);
   },
 );
