@@ -229,6 +229,10 @@ function readQuotedRow(text: string, delimiter: number, crlf: boolean, from: num
       if (at + 1 >= length) return INCOMPLETE;
       return text.charCodeAt(at + 1) === LF ? at + 2 : unusual(at + 1);
     }
-    return code === LF ? at + 1 : unusual(at);
+    if (code !== LF) return unusual(at);
+    // csv-rows.ts drops a CR that ends the last field of papaparse's rows in an LF file, quoted or not: papaparse reads it.
+    const last = row.count - 1;
+    const lastEnd = row.ends[last]!;
+    return lastEnd > row.starts[last]! && row.texts[last]!.charCodeAt(lastEnd - 1) === CR ? unusual(at) : at + 1;
   }
 }

@@ -178,6 +178,18 @@ describe("scanPlainRows", () => {
     expect(scan("a,b\nc,d\r\n")).toEqual({ rows: [["a", "b"]], consumed: 4, stop: "unusual" });
   });
 
+  it("should leave a row whose last field ends with a quoted CR in an LF file to papaparse, which drops that CR", () => {
+    expect(scan('a,b\n"x\r",y\nc,"d\r"\n')).toEqual({
+      rows: [
+        ["a", "b"],
+        ["x\r", "y"],
+      ],
+      consumed: 11,
+      stop: "unusual",
+    });
+    expect(readAll(['a,"b\r"\n'], ",", true).rows).toEqual(readAll(['a,"b\r"\n'], ",", false).rows);
+  });
+
   it("should keep a lone LF inside a field of a CRLF file as data", () => {
     expect(scan("a\nb,c\r\n", "\r\n")).toEqual({ rows: [["a\nb", "c"]], consumed: 7, stop: "incomplete" });
   });
