@@ -158,8 +158,9 @@ class IngestRun {
 
   private takeText(decoded: DecodedText): IngestResult | undefined {
     if (decoded.ok) return this.checkRead(this.rows.push(decoded.text));
-    // Parse up to the bad byte so the message can name the row it is in.
-    this.rows.push(decoded.validText, true);
+    // Parse up to the bad byte so the message can name the row it is in; a problem before it comes first.
+    const before = this.checkRead(this.rows.push(decoded.validText, true)) ?? this.violationStop();
+    if (before) return before;
     const where = `byte offset ${decoded.offset}${this.deliveryType === "GZIP" ? " of the decompressed data" : ""}, in ${this.router.nextRowDescription()}`;
     const what =
       decoded.byte === undefined

@@ -64,7 +64,9 @@ export class CsvRowReader {
   // Whether pending was joined from pieces since it was last searched.
   private joined = false;
   private parseAt: number;
+  // The sink asked to stop.
   private stopped = false;
+  private refused = false;
   // Rows read since the last push or end, when there is no sink.
   private collected: string[][] = [];
   private collectedMalformed: number[] = [];
@@ -93,6 +95,7 @@ export class CsvRowReader {
 
   /** Adds text; with `flush`, parses now instead of waiting for a full batch. Returns the rows it completed (none with a sink). */
   push(text: string, flush = false): ReadRows {
+    if (this.refused) return TOO_LONG;
     if (this.stopped) return NO_ROWS;
     if (this.pending === "") {
       this.pending = text;
@@ -102,11 +105,11 @@ export class CsvRowReader {
     }
     if (this.parser === undefined) {
       const newline = this.detectNewline(false);
-      if (newline === undefined) return this.scanAt > this.maxRowChars ? TOO_LONG : NO_ROWS;
+      if (newline === undefined) return this.scanAt > this.maxRowChars ? this.refuse() : NO_ROWS;
       this.startParser(newline);
     }
     if (!flush && this.pending.length < this.parseAt) return NO_ROWS;
-    return this.parsePending() ? this.takeCollected() : TOO_LONG;
+    return this.parsePending() ? this.takeCollected() : this.refuse();
   }
 
   /**
@@ -115,20 +118,28 @@ export class CsvRowReader {
    * open an empty one, so the rows never depend on how the text was cut.
    */
   end(): ReadRows {
+    if (this.refused) return TOO_LONG;
     if (this.stopped) return NO_ROWS;
     if (this.parser === undefined) {
       const newline = this.detectNewline(true);
-      if (newline === undefined && this.scanAt > this.maxRowChars) return TOO_LONG;
+      if (newline === undefined && this.scanAt > this.maxRowChars) return this.refuse();
       this.startParser(newline ?? "\n");
     }
-    if (!this.parsePending()) return TOO_LONG;
+    if (!this.parsePending()) return this.refuse();
     if (this.pending !== "" && !this.stopped) {
-      if (this.pending.length > this.maxRowChars) return TOO_LONG;
+      if (this.pending.length > this.maxRowChars) return this.refuse();
       const last = this.parser!.parse(this.pending, 0, false);
       this.pending = "";
       this.deliver(last);
     }
     return this.takeCollected();
+  }
+
+  // Once a row was refused the reading is over: later pieces are not looked at.
+  private refuse(): ReadRows {
+    this.refused = true;
+    this.pending = "";
+    return TOO_LONG;
   }
 
   private startParser(newline: Newline): void {

@@ -52,3 +52,25 @@ export function seeded(seed: number) {
     pick: <T>(items: readonly T[]): T => items[Math.floor(next() * items.length)]!,
   };
 }
+
+/** CSV-ish text: tokens, adversarial shapes, long runs of one token, all mixed. */
+export function fuzzText(random: ReturnType<typeof seeded>, delimiter: string): string {
+  const newline = random.pick(["\n", "\r\n", "\r"]);
+  const tokens = ["a", "12", "-3.5", "true", "2024-01-02", delimiter, delimiter, '"', '""', newline, newline, " "];
+  const rare = ["\r", "\n", "\t", "\u00a0", "\u3000", "é", "😀", "\ufeff", ",", ";", '" ', ' "'];
+  const parts: string[] = [];
+  const count = random.below(12);
+  for (let i = 0; i < count; i++) {
+    const kind = random.next();
+    if (kind < 0.5) {
+      let text = "";
+      for (let k = random.below(40); k > 0; k--) text += random.next() < 0.9 ? random.pick(tokens) : random.pick(rare);
+      parts.push(text);
+    } else if (kind < 0.8) {
+      parts.push(random.pick(Object.values(ADVERSARIAL_SHAPES))(random.below(4000)));
+    } else {
+      parts.push(random.pick([...tokens, ...rare]).repeat(random.below(3000)));
+    }
+  }
+  return parts.join("");
+}

@@ -485,6 +485,20 @@ describe("ingestCsv: text encoding", () => {
     }
   });
 
+  it("should report the problems before an invalid byte rather than the byte, however the file is cut", async () => {
+    const tooLong = concatBytes(utf8(`a\n"${"x".repeat(2000)}`), new Uint8Array([0xff]), utf8('"\n'));
+    const badValues = concatBytes(utf8(`n\n${"x\n".repeat(6)}`), new Uint8Array([0xff]), utf8("\n"));
+    for (const chunking of [1, 100, 5000]) {
+      expect(failureOf(await ingest(tooLong, { limits: { ...LIMITS, maxRowChars: 1000 } }, chunking)).message).toBe(
+        "The file has a row longer than 1000 characters (at data row 1); usually a quoted field is never closed.",
+      );
+      const violations = failureOf(
+        await ingest(badValues, { tableDefinition: table(column("n", "INTEGER")) }, chunking),
+      );
+      expect(violations.violations?.map((violation) => violation.row)).toEqual([1, 2, 3, 4, 5]);
+    }
+  });
+
   it("should say so when the file ends inside a character", async () => {
     const bytes = concatBytes(utf8("h\nab"), new Uint8Array([0xe6, 0x9d]));
     expect(failureOf(await ingest(bytes, {}, 1)).message).toBe(

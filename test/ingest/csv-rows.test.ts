@@ -169,6 +169,16 @@ describe("CsvRowReader", () => {
     }
   });
 
+  it("should refuse every later piece once a row was refused, without looking at it", () => {
+    const work: WorkCounter = { scanned: 0 };
+    const reader = new CsvRowReader(",", 1000, { takeSpans: () => true, takeRows: () => true }, { work });
+    expect(reader.push(`a\n"${"x".repeat(2000)}`).ok).toBe(false);
+    const spent = work.scanned;
+    expect(reader.push('"\n1\n'.repeat(1000), true)).toEqual({ ok: false, reason: "row-too-long" });
+    expect(reader.end()).toEqual({ ok: false, reason: "row-too-long" });
+    expect(work.scanned).toBe(spent);
+  });
+
   it("should hand a sink every row in file order, plain or not, across many windows", () => {
     const lines = Array.from({ length: 3000 }, (_, i) =>
       i % 3 === 0 ? `${i},"q ""${i}"""` : i % 3 === 1 ? `${i},stray"quote` : `${i},plain`,
