@@ -4,14 +4,14 @@ import type { WorkCounter } from "./work-counter";
  * The fast path of the CSV reader: rows read in place as field ranges of
  * the chunk's text, for the plain RFC 4180 shapes nearly every file has.
  *
- * papaparse (csv-rows.ts) stays the reference: this scanner takes a row
- * only when its reading is unambiguous (unquoted fields without quotes in
- * them, quoted fields closed right before a delimiter or the line break,
- * the file's own line ending) and stops at the first row that is anything
- * else, handing the rest of the text to papaparse. Both must give the same
- * fields for every row this scanner takes; test/ingest/csv-spans.test.ts
- * checks that on random text. (papaparse's reading of the other rows is
- * done by csv-fallback.ts, which gives the same rows in linear time.)
+ * papaparse stays the reference: this scanner takes a row only when its
+ * reading is unambiguous (unquoted fields without quotes in them, quoted
+ * fields closed right before a delimiter or the line break, the file's own
+ * line ending) and stops at the first row that is anything else, handing
+ * the rest of the text to papaparse's reading (csv-fallback.ts: the same
+ * rows in linear time; csv-rows.ts does the handing). Both must give the
+ * same fields for every row this scanner takes;
+ * test/ingest/csv-spans.test.ts checks that on random text.
  *
  * Why: cutting every field into a string and every row into an array is
  * most of an upload's CPU time (a 78 MB file has 6 M fields). Here a field
