@@ -85,7 +85,7 @@ export async function withTurn(env: Env, record: QueryRecord, share: FairShare):
   const before = ahead === 0 ? "it is next" : `${ahead} of yours wait before it`;
   return {
     ...record,
-    message: `Queued: waiting for its turn; ${share.maxRunning} of your queries run at once (QUERY_MAX_RUNNING_PER_USER), and ${before}.`,
+    message: `Queued: waiting for its turn; ${share.maxRunning} of your queries ${share.maxRunning === 1 ? "runs" : "run"} at once (QUERY_MAX_RUNNING_PER_USER), and ${before}.`,
   };
 }
 

@@ -32,10 +32,10 @@ export function wranglerDevArgs(options: {
   vars?: Record<string, string>;
   extra?: string[];
 }): string[] {
-  const vars = Object.entries({ ENVIRONMENT: "development", ...options.vars }).flatMap(([k, v]) => [
-    "--var",
-    `${k}:${v}`,
-  ]);
+  // As `npm run dev`: the local queue hands the engine one message at a time, so one query per user in the engine
+  // keeps a user's burst from queueing ahead of everyone else's.
+  const local = { ENVIRONMENT: "development", QUERY_MAX_RUNNING_PER_USER: "1" };
+  const vars = Object.entries({ ...local, ...options.vars }).flatMap(([k, v]) => ["--var", `${k}:${v}`]);
   return [
     "dev",
     // The API Worker first (it serves the port), then the engine Worker that consumes the queue.
