@@ -1,6 +1,7 @@
 import { executeQuery } from "./execute";
 import { prepareColumnImages, type PrepareMessage } from "./prepare-item";
 import { queryStub, type QueryMessage } from "./queries";
+import { FINISHED } from "./query-record";
 
 /** What the queue carries: a query to run, or a data item version whose column images to build. */
 export type WorkMessage = QueryMessage | PrepareMessage;
@@ -41,17 +42,18 @@ async function consumeQuery(message: Message<QueryMessage>, env: Env): Promise<v
     return;
   }
   if (!claim.ok) {
+    // A query cancelled while it ran, or between retries, holds its owner's slot until the engine lets it go.
+    if (claim.record && FINISHED.has(claim.record.status)) await stub.release();
     message.ack();
     return;
   }
   try {
     const outcome = await executeQuery(env, claim.record, claim.record.limits, stub);
-    if (outcome.status !== "cancelled") {
-      const recorded = await stub.finish(outcome);
-      // Cancelled or failed by the watchdog meanwhile: nothing points to the result, so nothing else would delete it.
-      if (outcome.status === "succeeded" && recorded?.resultKey !== outcome.resultKey)
-        await env.BUCKET.delete(outcome.resultKey);
-    }
+    const recorded = outcome.status === "cancelled" ? null : await stub.finish(outcome);
+    // Cancelled or failed by the watchdog meanwhile: nothing points to the result, so nothing else would delete it.
+    if (outcome.status === "succeeded" && recorded?.resultKey !== outcome.resultKey)
+      await env.BUCKET.delete(outcome.resultKey);
+    if (outcome.status === "cancelled" || recorded?.status === "cancelled") await stub.release();
     message.ack();
   } catch (error) {
     logError(message.body.queryId, "run", error);
@@ -72,6 +74,12 @@ async function consumeQuery(message: Message<QueryMessage>, env: Env): Promise<v
  */
 async function consumePrepare(message: Message<PrepareMessage>, env: Env): Promise<void> {
   const started = Date.now();
+  if (!(message.body.memoryBudgetBytes > 0)) {
+    // Sent by an older version of the service, without the budget; the cron asks again with it.
+    logPrepareError(message.body, "prepare request without a memory budget, dropped", null);
+    message.ack();
+    return;
+  }
   try {
     const outcome = await prepareColumnImages(env, message.body.prepare, message.body.memoryBudgetBytes);
     console.log(JSON.stringify({ prepare: message.body.prepare, outcome, ms: Date.now() - started }));

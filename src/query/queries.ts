@@ -60,7 +60,14 @@ export async function submitQuery(
   const stub = queryStub(env, queryId);
   const record = await stub.create({ queryId, ownerUserId: principal.userId, sql, limits });
   // After create: once in line, the query may be sent by another query's end, and must exist to be claimed.
-  const entered = await userQueriesStub(env, principal.userId).enter(queryId, share);
+  let entered;
+  try {
+    entered = await userQueriesStub(env, principal.userId).enter(queryId, share);
+  } catch (error) {
+    await stub.finish({ status: "failed", message: "Failed: the query could not be queued; submit it again." });
+    console.error(JSON.stringify({ queryId, enter: String(error) }));
+    return { ok: false, reason: "not_queued" };
+  }
   if (!entered.ok) {
     await stub.discard();
     await env.DB.prepare("DELETE FROM queries WHERE id = ?").bind(queryId).run();

@@ -25,8 +25,8 @@ export interface QueryRecord {
   queryId: string;
   ownerUserId: string;
   sql: string;
-  /** The limits in force when it was submitted; the engine Worker runs it under these. */
-  limits: QueryLimits;
+  /** The limits in force when it was submitted; the engine Worker runs it under these (absent on older records). */
+  limits?: QueryLimits;
   status: QueryStatus;
   message: string;
   createdAt: string;

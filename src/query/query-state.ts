@@ -2,10 +2,12 @@ import { DurableObject } from "cloudflare:workers";
 import { isoSeconds, nowSeconds } from "../util/time";
 import type { QueryLimits } from "../config";
 import { FINISHED, type QueryRecord, type RunOutcome } from "./query-record";
+import type { UserQueries } from "./user-queries";
 
 const KEY = "query";
 
-export type ClaimResult = { ok: true; record: QueryRecord } | { ok: false; record: QueryRecord | null };
+export type ClaimResult =
+  { ok: true; record: QueryRecord & { limits: QueryLimits } } | { ok: false; record: QueryRecord | null };
 export type CancelResult = { ok: true; record: QueryRecord } | { ok: false; record: QueryRecord | null };
 
 /**
@@ -28,13 +30,17 @@ export class QueryState extends DurableObject<Env> {
   /** Saves a finished record, then gives the query's slot back to its owner's share (UserQueries). */
   private async ended(record: QueryRecord, message: string): Promise<QueryRecord> {
     const saved = await this.save(record, message);
-    try {
-      await this.env.USER_QUERIES.get(this.env.USER_QUERIES.idFromName(record.ownerUserId)).leave(record.queryId);
-    } catch (error) {
-      // The slot's lease runs out instead; the query's end is recorded either way.
-      console.error(JSON.stringify({ queryId: record.queryId, step: "give back the slot", error: String(error) }));
-    }
+    await this.slots(record, (slots) => slots.leave(record.queryId));
     return saved;
+  }
+
+  /** Tells the owner's share (UserQueries) about the query; a failure only delays the slot (its lease). */
+  private async slots(record: QueryRecord, tell: (slots: DurableObjectStub<UserQueries>) => Promise<void>) {
+    try {
+      await tell(this.env.USER_QUERIES.get(this.env.USER_QUERIES.idFromName(record.ownerUserId)));
+    } catch (error) {
+      console.error(JSON.stringify({ queryId: record.queryId, step: "tell the owner's share", error: String(error) }));
+    }
   }
 
   /** Records a new query as queued; calling it again returns the first record unchanged. */
@@ -83,14 +89,23 @@ export class QueryState extends DurableObject<Env> {
   async claim(): Promise<ClaimResult> {
     const record = await this.load();
     if (!record || record.status !== "queued") return { ok: false, record };
-    const timeLimitMs = record.limits.timeLimitMs;
+    // Queued before the limits were recorded with each query (an older version of the service).
+    if (!record.limits) {
+      const failed = await this.ended(
+        { ...record, status: "failed" },
+        "Failed: the query was queued before an upgrade of the service; submit it again.",
+      );
+      return { ok: false, record: failed };
+    }
+    const limits = record.limits;
     const started = await this.save(
       { ...record, status: "running", startedAt: isoSeconds(nowSeconds()), attempts: record.attempts + 1 },
       "Running: loading the data.",
     );
     // The watchdog: a consumer that dies leaves the query running; the alarm fails it.
-    await this.ctx.storage.setAlarm(Date.now() + timeLimitMs + WATCHDOG_GRACE_MS);
-    return { ok: true, record: started };
+    await this.ctx.storage.setAlarm(Date.now() + limits.timeLimitMs + WATCHDOG_GRACE_MS);
+    await this.slots(record, (slots) => slots.started(record.queryId));
+    return { ok: true, record: { ...started, limits } };
   }
 
   /** Updates the human message of a running query (what it is doing). */
@@ -138,15 +153,27 @@ export class QueryState extends DurableObject<Env> {
     );
   }
 
-  /** Cancels a queued or running query; a finished one is refused with its record. */
+  /**
+   * Cancels a queued or running query; a finished one is refused with its
+   * record. A running query keeps its owner's slot until the engine has let
+   * it go (`release`): the engine notices between rows, not inside a statement.
+   */
   async cancel(): Promise<CancelResult> {
     const record = await this.load();
     if (!record || FINISHED.has(record.status)) return { ok: false, record };
     await this.ctx.storage.deleteAlarm();
+    const cancelled = { ...record, status: "cancelled" as const, startedAt: null };
+    const message = "Cancelled by its owner.";
     return {
       ok: true,
-      record: await this.ended({ ...record, status: "cancelled", startedAt: null }, "Cancelled by its owner."),
+      record: record.status === "running" ? await this.save(cancelled, message) : await this.ended(cancelled, message),
     };
+  }
+
+  /** The engine has stopped running a query that was cancelled meanwhile: its slot goes back. */
+  async release(): Promise<void> {
+    const record = await this.load();
+    if (record && FINISHED.has(record.status)) await this.slots(record, (slots) => slots.leave(record.queryId));
   }
 
   /** Forgets the result once it has been deleted (retention). */

@@ -25,6 +25,9 @@ export type EnterResult = { ok: true; admitted: boolean; ahead: number } | { ok:
  * every query's end (`leave`), which hands the slot to the next waiting
  * query by sending it to the queue. A send that fails, and a slot whose
  * lease runs out, are retried from the alarm, so no waiting query is lost.
+ * Each call runs alone (`exclusive`): a send to the queue is not storage,
+ * so without that another call could interleave and one of them lose its
+ * write.
  */
 export class UserQueries extends DurableObject<Env> {
   private async load(share?: FairShare): Promise<Slots> {
@@ -41,7 +44,11 @@ export class UserQueries extends DurableObject<Env> {
    * queue), or put in line (`ahead` queries before it), or refused when the
    * line is full.
    */
-  async enter(queryId: string, share: FairShare): Promise<EnterResult> {
+  enter(queryId: string, share: FairShare): Promise<EnterResult> {
+    return this.exclusive(() => this.enterNow(queryId, share));
+  }
+
+  private async enterNow(queryId: string, share: FairShare): Promise<EnterResult> {
     const slots = await this.load(share);
     if (slots.admitted.some((slot) => slot.queryId === queryId)) return { ok: true, admitted: true, ahead: 0 };
     const known = slots.waiting.indexOf(queryId);
@@ -65,19 +72,36 @@ export class UserQueries extends DurableObject<Env> {
   }
 
   /** A query ended (or was cancelled while it waited): its slot goes to the next waiting query. */
-  async leave(queryId: string): Promise<void> {
-    const stored = await this.ctx.storage.get<Slots>(KEY);
-    if (!stored) return;
-    const slots = await this.load();
-    slots.admitted = slots.admitted.filter((slot) => slot.queryId !== queryId);
-    slots.waiting = slots.waiting.filter((id) => id !== queryId);
-    await this.promote(slots);
+  leave(queryId: string): Promise<void> {
+    return this.exclusive(async () => {
+      if (!(await this.ctx.storage.get<Slots>(KEY))) return;
+      const slots = await this.load();
+      slots.admitted = slots.admitted.filter((slot) => slot.queryId !== queryId);
+      slots.waiting = slots.waiting.filter((id) => id !== queryId);
+      await this.promote(slots);
+    });
+  }
+
+  /** A query began to run: its slot's lease counts from now (it may have waited in a long queue). */
+  started(queryId: string): Promise<void> {
+    return this.exclusive(async () => {
+      const slots = await this.ctx.storage.get<Slots>(KEY);
+      const slot = slots?.admitted.find((slot) => slot.queryId === queryId);
+      if (!slots || !slot) return;
+      slot.at = Date.now();
+      await this.ctx.storage.put(KEY, slots);
+    });
   }
 
   /** Retries a failed send, and takes back slots whose lease ran out. */
-  override async alarm(): Promise<void> {
-    const stored = await this.ctx.storage.get<Slots>(KEY);
-    if (stored) await this.promote(await this.load());
+  override alarm(): Promise<void> {
+    return this.exclusive(async () => {
+      if (await this.ctx.storage.get<Slots>(KEY)) await this.promote(await this.load());
+    });
+  }
+
+  private exclusive<T>(work: () => Promise<T>): Promise<T> {
+    return this.ctx.blockConcurrencyWhile(work);
   }
 
   /**

@@ -207,4 +207,23 @@ describe("QueryState", () => {
       resultKey: null,
     });
   });
+
+  it("should fail a query recorded without limits (queued before they were recorded) instead of running it", async () => {
+    const { stub, init } = newQuery();
+    const { limits: _limits, ...older } = init;
+    await stub.create(init);
+    await runInDurableObject(stub, async (_instance: QueryState, state) => {
+      const record = (await state.storage.get<QueryRecord>("query"))!;
+      delete record.limits;
+      await state.storage.put("query", { ...record, ...older });
+    });
+
+    const claim = await stub.claim();
+
+    expect(claim.ok).toBe(false);
+    expect(claim.record).toMatchObject({
+      status: "failed",
+      message: "Failed: the query was queued before an upgrade of the service; submit it again.",
+    });
+  });
 });

@@ -5,7 +5,16 @@ import { beforeEach, describe, expect, it } from "vitest";
 import { userQueriesStub } from "../../src/query/queries";
 import { call, readEnvelope, type Fetch } from "../support/http";
 import { authHeader, login, type LoggedIn } from "../support/login";
-import { cancelQuery, consume, serviceWith, submit, submitOk, TestQueue, type QueryStatusData } from "../support/query";
+import {
+  cancelQuery,
+  consume,
+  serviceWith,
+  stateOf,
+  submit,
+  submitOk,
+  TestQueue,
+  type QueryStatusData,
+} from "../support/query";
 
 const SHARE = { QUERY_MAX_RUNNING_PER_USER: "2", QUERY_MAX_QUEUED_PER_USER: "3" };
 
@@ -130,5 +139,34 @@ describe("fair sharing of the engine", () => {
     const slots = await slotsOf(user);
     expect(slots.admitted.map((slot) => slot.queryId)).toEqual([ids[1], ids[2]]);
     expect(slots.waiting).toEqual([]);
+  });
+
+  it("should keep a cancelled running query's slot until the engine has let the query go", async () => {
+    const ids = await submitMany(3);
+    await stateOf(ids[0]!).claim();
+
+    await readEnvelope(await cancelQuery(user.accessToken, ids[0]!), 200);
+    const whileRunning = await slotsOf(user);
+    await stateOf(ids[0]!).release();
+    const afterRelease = await slotsOf(user);
+
+    expect(whileRunning.admitted.map((slot) => slot.queryId)).toEqual([ids[0], ids[1]]);
+    expect(whileRunning.waiting).toEqual([ids[2]]);
+    expect(afterRelease.admitted.map((slot) => slot.queryId)).toEqual([ids[1], ids[2]]);
+  });
+
+  it("should lose no query when ends and submits of one user come at once", async () => {
+    const slots = slotsObject(user);
+    const share = { maxRunning: 1, maxWaiting: 1000, leaseMs: 3_600_000 };
+    await slots.enter("first", share);
+    await slots.enter("second", share);
+    const newcomers = Array.from({ length: 40 }, (_, i) => `q${i}`);
+
+    await Promise.all([slots.leave("first"), ...newcomers.map((id) => slots.enter(id, share)), slots.leave("second")]);
+
+    const after = await slotsOf(user);
+    const known = [...after.admitted.map((slot) => slot.queryId), ...after.waiting];
+    expect(known.sort()).toEqual([...newcomers].sort());
+    expect(after.admitted).toHaveLength(1);
   });
 });
