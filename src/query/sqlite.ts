@@ -22,7 +22,7 @@ export type { Database } from "sql.js";
  * - A WebAssembly heap only grows. sql.js would return its first instance
  *   forever; the patch in engine/patches/ makes each `initSqlJs` call a new
  *   instance, so an instance whose heap a query grew can be retired
- *   (`retireIfAbove`) and the next query starts on a fresh one. The
+ *   (`retireIfGrown`) and the next query starts on a fresh one. The
  *   compiled module is shared; a new instance costs a few milliseconds.
  */
 
@@ -34,6 +34,10 @@ export interface SqliteInstance {
   readonly progress: ProgressRoute;
   /** Bytes of this instance's WebAssembly heap right now (it only grows). */
   heapBytes(): number;
+  /** Bytes of the heap when the instance was new. */
+  readonly initialHeapBytes: number;
+  /** SQLite's hard heap limit in this instance, once set (`sqliteInstanceFor`); SQLite can only lower it. */
+  heapLimitBytes: number | null;
 }
 
 let current: Promise<SqliteInstance> | undefined;
@@ -78,7 +82,14 @@ function loadSqlJs(): Promise<SqliteInstance> {
       const heap = memory;
       try {
         const progress = imports.progressRoute(sql, heap, table);
-        resolve({ sql, memory: heap, progress, heapBytes: () => heap.buffer.byteLength });
+        resolve({
+          sql,
+          memory: heap,
+          progress,
+          heapBytes: () => heap.buffer.byteLength,
+          initialHeapBytes: heap.buffer.byteLength,
+          heapLimitBytes: null,
+        });
       } catch (error) {
         reject(error instanceof Error ? error : new Error(String(error)));
       }
@@ -116,6 +127,30 @@ export function sqliteInstance(): Promise<SqliteInstance> {
   return loading;
 }
 
+/**
+ * The current instance, with SQLite's own allocations limited to
+ * `memoryBudgetBytes` (`PRAGMA hard_heap_limit`, for every connection of the
+ * instance). The pragma can lower the limit but never raise it, so an
+ * instance limited to another budget is retired for a fresh one.
+ */
+export async function sqliteInstanceFor(memoryBudgetBytes: number): Promise<SqliteInstance> {
+  let instance = await sqliteInstance();
+  if (instance.heapLimitBytes !== null && instance.heapLimitBytes !== memoryBudgetBytes) {
+    retire(instance);
+    instance = await sqliteInstance();
+  }
+  if (instance.heapLimitBytes === null) {
+    const db = new instance.sql.Database();
+    try {
+      db.run(`PRAGMA hard_heap_limit = ${Math.floor(memoryBudgetBytes)}`);
+    } finally {
+      db.close();
+    }
+    instance.heapLimitBytes = memoryBudgetBytes;
+  }
+  return instance;
+}
+
 /** sql.js's API over the current instance. */
 export async function sqlite(): Promise<SqlJsStatic> {
   return (await sqliteInstance()).sql;
@@ -127,17 +162,22 @@ export function wasmHeapBytes(): number {
 }
 
 /**
- * Retires `instance` when its heap is above `bytes`: new work gets a fresh
- * instance, and the old heap is freed once the work still using it lets go
- * of its databases. True when it was retired.
+ * Retires `instance` when its heap has grown by more than `bytes`: new work
+ * gets a fresh instance, and the old heap is freed once the work still
+ * using it lets go of its databases. True when it was retired.
  */
-export function retireIfAbove(instance: SqliteInstance, bytes: number): boolean {
-  if (instance.heapBytes() <= bytes) return false;
+export function retireIfGrown(instance: SqliteInstance, bytes: number): boolean {
+  if (instance.heapBytes() - instance.initialHeapBytes <= bytes) return false;
+  retire(instance);
+  return true;
+}
+
+/** New work gets a fresh instance; `instance` lives on while work still uses it. */
+function retire(instance: SqliteInstance): void {
   if (loaded === instance) {
     current = undefined;
     loaded = undefined;
   }
-  return true;
 }
 
 /** A new, empty in-memory SQLite database; the caller must `close()` it to free its memory. */

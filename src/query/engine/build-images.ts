@@ -1,5 +1,5 @@
 import type { StoredDataSchema } from "../../ingest/data-schema";
-import { retireIfAbove, sqliteInstance, type SqliteInstance } from "../sqlite";
+import { retireIfGrown, sqliteInstanceFor, type SqliteInstance } from "../sqlite";
 import { ColumnImageBuilder, estimateImageBytes, planPasses } from "./column-images";
 import { readStoredCsv, TransientError } from "./load-table";
 
@@ -20,7 +20,7 @@ export type ImageBuildOutcome = { ok: true; bytes: number[]; passes: number } | 
  * two), so a wide or large file never holds all its images at once; each finished image is
  * stored and freed before the next pass. Storage errors are thrown
  * (TransientError) so the caller can retry; anything else is an outcome.
- * Like a query, a build that grew the heap past a quarter of the budget
+ * Like a query, a build that grew the heap by more than a quarter of the budget
  * retires its SQLite instance.
  */
 export async function buildColumnImages(
@@ -29,11 +29,11 @@ export async function buildColumnImages(
   io: ImageBuildIo,
   memoryBudgetBytes: number,
 ): Promise<ImageBuildOutcome> {
-  const instance = await sqliteInstance();
+  const instance = await sqliteInstanceFor(memoryBudgetBytes);
   try {
     return await build(instance, schema, file, io, memoryBudgetBytes);
   } finally {
-    retireIfAbove(instance, memoryBudgetBytes / 4);
+    retireIfGrown(instance, memoryBudgetBytes / 4);
   }
 }
 

@@ -6,7 +6,7 @@ import type { ResultColumn } from "../query-record";
 import { checkReadOnly } from "../sql/read-only";
 import { columnsUsed, rewriteTableNames, type DataItemReference } from "../sql/table-names";
 import { tokenize } from "../sql/tokenizer";
-import { databaseFileName, retireIfAbove, sqliteInstance } from "../sqlite";
+import { databaseFileName, retireIfGrown, sqliteInstanceFor } from "../sqlite";
 import { guardStatements } from "../sqlite-guard";
 import { createImageView, createSlotsTable, type AttachedColumn, type ColumnImages } from "./column-images";
 import { csvField, CsvResultWriter, StorageClass } from "./csv-result";
@@ -92,7 +92,7 @@ class Stop extends Error {
  * and stops at every limit with a message naming it. Time (as work done)
  * and memory are checked inside a statement too (sqlite-guard.ts);
  * cancellation between rows. The database is always closed, and an
- * instance whose heap the query grew past a quarter of the budget is
+ * instance whose heap the query grew by more than a quarter of the budget is
  * retired, so the next query starts on a clean heap.
  */
 export async function runQuery(
@@ -110,7 +110,7 @@ export async function runQuery(
   let imageBytes = 0;
   let lastCancelCheck = started;
   let targetOpen = false;
-  const instance = await sqliteInstance();
+  const instance = await sqliteInstanceFor(limits.memoryBudgetBytes);
   const { Database } = instance.sql;
   let unguard: (() => void) | null = null;
   /** Work done so far, in virtual-machine steps, counted by the progress handler. */
@@ -281,8 +281,6 @@ export async function runQuery(
       everySteps: PROGRESS_EVERY_STEPS,
       onProgress,
     });
-    // SQLite's own allocations stop at the budget, also inside one step (a huge string, say).
-    db.run(`PRAGMA hard_heap_limit = ${limits.memoryBudgetBytes}`);
     const tokens = tokenize(names.sql);
     const tableColumns = new Map(
       names.tables.map((reference, i) => [
@@ -349,7 +347,6 @@ export async function runQuery(
     await io.control.progress("Running: executing the query.");
     const executeStarted = clock();
     measure();
-    db.run(`PRAGMA hard_heap_limit = ${Math.max(1 << 20, limits.memoryBudgetBytes - fileBytes)}`);
     const result = await execute(db, names.sql, io.target, limits, { sqlite, checkpoint }, () => (targetOpen = true));
     stats.executeMs = clock() - executeStarted - result.writeMs;
     stats.writeMs = result.writeMs;
@@ -368,15 +365,10 @@ export async function runQuery(
       ...stats,
     };
   } finally {
-    try {
-      db?.run("PRAGMA hard_heap_limit = 0"); // the limit is the instance's, not the connection's
-    } catch {
-      // Nothing to undo on a connection SQLite could not use.
-    }
     unguard?.();
     db?.close();
     for (const image of images) image.db.close();
-    retireIfAbove(instance, limits.memoryBudgetBytes / 4);
+    retireIfGrown(instance, limits.memoryBudgetBytes / 4);
   }
 }
 

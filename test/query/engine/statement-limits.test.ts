@@ -138,7 +138,7 @@ describe("runQuery limits inside a statement", () => {
     await expectHealthyEngine();
   });
 
-  it("should start the next query on a fresh SQLite instance when one left the heap above a quarter of the budget", async () => {
+  it("should start the next query on a fresh SQLite instance when one grew the heap by more than a quarter of the budget", async () => {
     const before = await sqliteInstance();
     const run = await runEngine(
       "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c LIMIT 6) " +
@@ -146,7 +146,7 @@ describe("runQuery limits inside a statement", () => {
       {},
     );
     expect(run.outcome.ok || run.outcome.message).toBe(true);
-    expect(before.heapBytes()).toBeGreaterThan(100_663_296 / 4);
+    expect(before.heapBytes() - before.initialHeapBytes).toBeGreaterThan(100_663_296 / 4);
 
     const after = await sqliteInstance();
 
@@ -162,5 +162,29 @@ describe("runQuery limits inside a statement", () => {
     await expectHealthyEngine();
 
     expect(await sqliteInstance()).toBe(before);
+  });
+
+  it("should keep SQLite's heap limit at the budget for the next query of the instance", async () => {
+    await runEngine("SELECT count(*) FROM a.b.numbers", { "a.b.numbers": NUMBERS });
+    const instance = await sqliteInstance();
+    const db = new instance.sql.Database();
+    try {
+      expect(db.exec("PRAGMA hard_heap_limit")[0]?.values).toEqual([[100_663_296]]);
+    } finally {
+      db.close();
+    }
+  });
+
+  it("should run a query with another budget on an instance of its own, limited to that budget", async () => {
+    const before = await sqliteInstance();
+    await runEngine("SELECT 1", {}, { limits: { memoryBudgetBytes: 50_000_000 } });
+    const other = await sqliteInstance();
+    const db = new other.sql.Database();
+    try {
+      expect(other).not.toBe(before);
+      expect(db.exec("PRAGMA hard_heap_limit")[0]?.values).toEqual([[50_000_000]]);
+    } finally {
+      db.close();
+    }
   });
 });
