@@ -9,6 +9,20 @@ export const enum StorageClass {
 
 const NEEDS_QUOTES = /[",\r\n]/;
 const encoder = new TextEncoder();
+const decoder = new TextDecoder();
+/** The two hex digits of each byte value, as character codes. */
+const HEX = Uint16Array.from({ length: 256 }, (_, byte) => {
+  const digits = byte.toString(16).padStart(2, "0");
+  return digits.charCodeAt(0) | (digits.charCodeAt(1) << 8);
+});
+
+/** A blob as lowercase hex, through one byte array (a string per byte would cost gigabytes for a large blob). */
+function hex(blob: Uint8Array): string {
+  const out = new Uint8Array(blob.length * 2);
+  const pairs = new Uint16Array(out.buffer);
+  for (let i = 0; i < blob.length; i++) pairs[i] = HEX[blob[i]!]!;
+  return decoder.decode(out);
+}
 const FLUSH_CHARS = 64 * 1024;
 
 /** One CSV field (RFC 4180): quoted only when it must be; NULL is an empty field. */
@@ -24,7 +38,7 @@ export function csvField(value: unknown, storage: StorageClass): string {
       return Number.isInteger(n) && Math.abs(n) < 1e21 ? `${n}.0` : String(n);
     }
     case StorageClass.Blob:
-      return Array.from(value as Uint8Array, (b) => b.toString(16).padStart(2, "0")).join("");
+      return hex(value as Uint8Array);
     case StorageClass.Text: {
       const text = value as string;
       return NEEDS_QUOTES.test(text) ? `"${text.replace(/"/g, '""')}"` : text;
