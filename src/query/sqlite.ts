@@ -43,6 +43,8 @@ export interface SqliteInstance {
 let current: Promise<SqliteInstance> | undefined;
 /** The current instance once it has loaded, for synchronous readers. */
 let loaded: SqliteInstance | undefined;
+/** Every sql.js API object loaded so far: an unpatched sql.js hands out its first one again. */
+const seen = new WeakSet<SqlJsStatic>();
 
 /** The WebAssembly memory sql.js runs in: exported by the module, or handed to it among the imports. */
 function findMemory(instance: WebAssembly.Instance, imports: WebAssembly.Imports): WebAssembly.Memory | undefined {
@@ -78,6 +80,11 @@ function loadSqlJs(): Promise<SqliteInstance> {
         },
       });
     withStandInLocation(init).then((sql) => {
+      if (seen.has(sql))
+        return reject(
+          new Error("sql.js returned an instance it made before: its patch is missing (npm ci ran scripts?)"),
+        );
+      seen.add(sql);
       if (!memory || !table) return reject(new Error("sql.js runs in no WebAssembly memory or table that dqs can see"));
       const heap = memory;
       try {
