@@ -6,7 +6,21 @@
  * memories are not in it: V8 does not account memories reserved with guard
  * regions (sql.js's heap, which only grows, is never part of a reading).
  * Unlike the workerd process RSS, this is the isolate alone, without the
- * local D1/R2/queue emulation.
+ * local D1/R2/queue emulation or the other Worker.
+ *
+ * Which isolate: `wrangler dev -c wrangler.toml -c wrangler.engine.toml` runs
+ * both Workers in one workerd process, one isolate each, but wrangler's
+ * inspector proxy (`--inspector-port`) lists one target only, `/ws`, relayed
+ * to the first config's Worker (`core:user:dqs`, the API Worker: uploads).
+ * The engine Worker (`core:user:dqs-engine`: queries, column-image builds) is
+ * reached on workerd's own inspector socket (`--inspector-addr=127.0.0.1:0`,
+ * a port wrangler does not print; `server.ts` finds it), whose `/json` lists
+ * every Worker of the process by id. workerd admits one session per isolate:
+ * the API Worker's is wrangler's proxy's (a direct session to it never
+ * answers, and the proxy stops answering too), so the API Worker is read
+ * through the proxy and the engine directly. Each session is checked once by
+ * the scripts its isolate has loaded (`checkMainScript`: the bundle of the
+ * config's `main`, `index.js` or `engine.js`).
  *
  * Two measures:
  * - `measure`: readings as they come, so they include garbage V8 has not
@@ -67,8 +81,12 @@ export class IsolateInspector {
   /** Whether GCs can be forced for `heldUsage` (the sampling heap profiler started and answers). */
   canCollect = false;
 
-  private constructor(socket: WebSocket) {
+  /** The DevTools WebSocket URL of the session (which target). */
+  readonly url: string;
+
+  private constructor(socket: WebSocket, url: string) {
     this.socket = socket;
+    this.url = url;
     // A closed connection (the isolate restarted) answers nothing more: settle what waits.
     socket.addEventListener("close", () => {
       for (const settle of [...this.pending.values()]) settle(null);
@@ -79,13 +97,17 @@ export class IsolateInspector {
     });
   }
 
-  /** Connects to the first Worker the inspector proxy on `port` lists; null when that fails. */
-  static async connect(port: number): Promise<IsolateInspector | null> {
+  /**
+   * Connects to a target of the inspector on `port`: the one whose `id` is `targetId`, else the first listed
+   * (wrangler's proxy lists one). Null when there is none or the connection fails.
+   */
+  static async connect(port: number, targetId?: string): Promise<IsolateInspector | null> {
     try {
       const targets = (await (await fetch(`http://127.0.0.1:${port}/json`)).json()) as {
+        id: string;
         webSocketDebuggerUrl: string;
       }[];
-      const url = targets[0]?.webSocketDebuggerUrl;
+      const url = (targetId === undefined ? targets[0] : targets.find((t) => t.id === targetId))?.webSocketDebuggerUrl;
       if (!url) return null;
       // The proxy admits local origins only; Node's WebSocket sends none unless told (an undici extension).
       const socket = new WebSocket(url, { headers: { origin: "http://127.0.0.1" } } as unknown as string[]);
@@ -97,8 +119,11 @@ export class IsolateInspector {
           () => (clearTimeout(timer), reject(new Error("inspector: connection failed"))),
         );
       });
-      const inspector = new IsolateInspector(socket);
-      if (!(await inspector.usage())) return null;
+      const inspector = new IsolateInspector(socket, url);
+      if (!(await inspector.usage())) {
+        inspector.close();
+        return null;
+      }
       const started = await inspector.call("HeapProfiler.startSampling", 10_000, {
         samplingInterval: SAMPLING_INTERVAL_BYTES,
       });
@@ -108,6 +133,37 @@ export class IsolateInspector {
     } catch {
       return null;
     }
+  }
+
+  /**
+   * The URLs of the scripts the isolate has loaded (`Debugger.enable` announces each with
+   * `Debugger.scriptParsed` before it answers; `Debugger.disable` right after). Empty when it does not answer.
+   */
+  async scriptUrls(): Promise<string[]> {
+    const urls: string[] = [];
+    const listen = (event: MessageEvent) => {
+      const message = JSON.parse(String(event.data)) as { method?: string; params?: { url?: string } };
+      if (message.method === "Debugger.scriptParsed" && message.params?.url) urls.push(message.params.url);
+    };
+    this.socket.addEventListener("message", listen);
+    try {
+      const enabled = await this.call("Debugger.enable", 10_000);
+      await this.call("Debugger.disable", 10_000);
+      return enabled === null ? [] : urls;
+    } finally {
+      this.socket.removeEventListener("message", listen);
+    }
+  }
+
+  /**
+   * Whether this session's isolate runs the Worker whose bundle is `bundle` (e.g. `engine.js`: wrangler bundles
+   * `main = "src/engine.ts"` to `.wrangler/tmp/dev-…/engine.js`); `script` is the URL found, if any.
+   */
+  async checkMainScript(bundle: string): Promise<{ ok: boolean; script: string | null; isolateId: string | null }> {
+    const urls = await this.scriptUrls();
+    const script = urls.find((u) => u.startsWith("file:") && u.endsWith(`/${bundle}`) && u.includes("/.wrangler/tmp/"));
+    const id = (await this.call("Runtime.getIsolateId", 5_000)) as { id?: string } | null;
+    return { ok: script !== undefined, script: script ?? null, isolateId: id?.id ?? null };
   }
 
   private call(method: string, timeoutMs: number, params: object = {}): Promise<unknown> {

@@ -20,9 +20,9 @@ export interface CaseRun {
     | { ok: true; seconds: number; status: QueryStatus }
     | { ok: false; seconds: number; message: string; status?: QueryStatus };
   resultRows: number | null;
-  /** Peak RSS of the Worker's workerd process during the query, minus its RSS before, bytes. */
+  /** Peak RSS of the workerd process running the Workers (API and engine) during the query, minus its RSS before, bytes. */
   workerRssDelta: number | null;
-  /** Peak (V8 heap used + ArrayBuffers) of the Worker isolate during the query, minus before, bytes. */
+  /** Peak (V8 heap used + ArrayBuffers) of the engine Worker's isolate during the query, minus before, bytes. */
   isolateHeapDelta: number | null;
   /** The isolate's peak V8 heap used + ArrayBuffers during the query, bytes. */
   isolatePeakTotal: number | null;
@@ -63,6 +63,23 @@ export interface UploadRun {
   imageBytes: number[] | null;
 }
 
+/** Which isolate the memory pass read for uploads (the API Worker) or queries (the engine Worker), and how it knew. */
+export interface IsolateNote {
+  role: "uploads" | "queries";
+  /** The Worker's name in its config (`dqs`, `dqs-engine`). */
+  worker: string | null;
+  /** How the session was reached: wrangler's inspector proxy, or workerd's own inspector port. */
+  via: string | null;
+  /** The session's DevTools WebSocket URL. */
+  target: string | null;
+  /** The Worker's bundle found among the isolate's scripts (the check that it is the right isolate). */
+  script: string | null;
+  /** V8's id of the isolate (`Runtime.getIsolateId`). */
+  isolate_id: string | null;
+  /** Whether the session was used: open and on the right isolate. */
+  ok: boolean;
+}
+
 interface SummaryInput {
   date: string;
   machine: Record<string, string | number>;
@@ -75,6 +92,8 @@ interface SummaryInput {
   cases: CaseRun[];
   /** The untimed pass with DevTools attached, for the isolate's memory. */
   memory: { uploads: UploadRun[]; cases: CaseRun[] };
+  /** The memory pass's sessions (empty without one). */
+  isolates: IsolateNote[];
   note: string | null;
 }
 
@@ -241,7 +260,7 @@ function summarizeUpload(runs: UploadRun[], file: BenchFile, memoryRuns: UploadR
     isolate_delta_incl_garbage_bytes: median(isolate.map((h) => h.delta)),
     /** The same run's absolute peak (garbage included). */
     isolate_peak_total_incl_garbage_bytes: median(isolate.map((h) => h.peak.used + h.peak.backing)),
-    /** The workerd process that runs the Worker (and the local D1/R2/queue emulation): peak RSS (VmHWM after a reset) minus RSS before. */
+    /** The workerd process that runs the Workers, API and engine (and the local D1/R2/queue emulation): peak RSS (VmHWM after a reset) minus RSS before. */
     workerd_rss_peak_bytes: median(worker),
     /** The first run's figure: later runs find the memory the process already grew to, and barely move its RSS. */
     workerd_rss_first_run_bytes: runs.find((r) => r.ok && r.workerRss)?.workerRss?.delta ?? null,
@@ -298,6 +317,7 @@ export function summarize(input: SummaryInput) {
     upload,
     targets: targets(cases, upload, input.memoryBudgetBytes),
     memory_pass: {
+      isolates: input.isolates,
       uploads: input.memory.uploads.map((u) => ({
         file: u.file,
         ok: u.ok,
@@ -477,12 +497,15 @@ export function renderMarkdown(summary: Summary): string {
   lines.push("");
   lines.push(
     "Loaded: CSV bytes the query read. Held: the engine's PeakMemoryBytes (WebAssembly heap + database pages), " +
-      "also per CSV byte of the file. Isolate held Δ: the Worker isolate's V8 heap used + ArrayBuffers read after forced " +
+      "also per CSV byte of the file (the engine Worker measures it and reports it in the query's status). " +
+      "Isolate held Δ: the engine Worker's isolate's V8 heap used + ArrayBuffers read after forced " +
       "full GCs during the query, peak above the same before (WebAssembly memory, where sql.js works, is not in it: " +
       "these are the JavaScript side's bytes; a reading waits while sql.js runs, so a query gets only a few, between its " +
       "steps); isolate held peak: that peak in all; isolate Δ incl. garbage: the same read without forcing GCs, in a " +
       "run of its own (DevTools, untimed memory pass). " +
-      "workerd RSS Δ: peak RSS of the Worker's workerd process minus before (timed runs).",
+      "workerd RSS Δ: peak RSS of the workerd process that runs both Workers (and the local D1/R2/queue emulation) " +
+      "minus before (timed runs)." +
+      isolateLine(summary, "queries"),
   );
   lines.push("");
   lines.push(
@@ -501,12 +524,13 @@ export function renderMarkdown(summary: Summary): string {
     "Multipart POST streamed from disk; MB/s of the uploaded bytes (10^6 B/s) until the response. " +
       "Query-ready: seconds from the response until the column images were built by the queue (the bench waits for them " +
       "before the next upload and before querying; queries would read the CSV until then). " +
-      "Held Δ (the peak memory figure): the Worker isolate's V8 heap used + ArrayBuffers read after forced full GCs " +
+      "Held Δ (the peak memory figure): the API Worker's isolate's V8 heap used + ArrayBuffers read after forced full GCs " +
       "while the upload ran, peak above the same before (median of the untimed memory pass's uploads; readings: how many " +
       "per upload, each takes tens of ms); held peak: that peak in all. Isolate Δ incl. garbage: the same read without " +
       "forcing GCs, in an upload of its own (mostly garbage V8 has not collected yet). The RSS of the workerd process " +
-      "running the Worker above its RSS before (it also runs the local D1/R2/queue emulation), and the same for " +
-      "wrangler's proxy workerd process (timed runs).",
+      "running the Workers above its RSS before (it runs the engine Worker too, and the local D1/R2/queue emulation), " +
+      "and the same for wrangler's proxy workerd process (timed runs)." +
+      isolateLine(summary, "uploads"),
   );
   lines.push("");
   lines.push(
@@ -538,4 +562,15 @@ export function renderMarkdown(summary: Summary): string {
     lines.push(`| ${cell(t.target)} | ${cell(t.figure)} | ${t.met === null ? "n/a" : t.met ? "yes" : "**no**"} |`);
   lines.push("");
   return lines.join("\n");
+}
+
+/** Which isolate the memory pass read for `role`, for the text above a table ("" when there was no memory pass). */
+function isolateLine(summary: Summary, role: IsolateNote["role"]): string {
+  const note = summary.memory_pass.isolates.find((i) => i.role === role);
+  if (!note) return "";
+  if (!note.ok)
+    return ` Isolate figures: not measured (no checked DevTools session on ${note.worker ?? "the Worker"}'s isolate).`;
+  // The port changes from run to run: the table says how, latest.json also where.
+  const via = note.via?.replace(/, port \d+$/, "");
+  return ` Isolate figures read in ${note.worker}'s isolate (${via}; its scripts include ${note.script?.split("/").pop()}).`;
 }

@@ -12,19 +12,28 @@
 import { spawnSync } from "node:child_process";
 import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { cpus, release, totalmem } from "node:os";
-import { join } from "node:path";
+import { basename, join } from "node:path";
 import { parseArgs } from "node:util";
 import { compareRows, type RowOrder } from "./compare.ts";
 import { Client, login } from "./dqs.ts";
 import { duckdbVersion, parseCsv, runDuckdb, runSqlite3, sqlite3Version, type EngineRun } from "./engines.ts";
 import { prepareData, type BenchFile } from "./generate.ts";
-import { renderMarkdown, summarize, type CaseRun, type MemoryMode, type Timed, type UploadRun } from "./report.ts";
+import {
+  renderMarkdown,
+  summarize,
+  type CaseRun,
+  type IsolateNote,
+  type MemoryMode,
+  type Timed,
+  type UploadRun,
+} from "./report.ts";
 import { IsolateInspector, type HeapReport, type HeldReport } from "./inspector.ts";
 import {
   findDescendants,
   killAllStarted,
   measureRss,
   ROOT,
+  runtimeInspectorPort,
   startWranglerDev,
   type DevServer,
   type RssReport,
@@ -74,6 +83,12 @@ interface Collected {
   cases: CaseRun[];
 }
 
+/** The memory pass's DevTools sessions: uploads are read in the API Worker's isolate, queries in the engine's. */
+interface Isolates {
+  api: IsolateInspector | null;
+  engine: IsolateInspector | null;
+}
+
 /** The data item each file is uploaded as. */
 const DATA_NAME: Record<BenchFile["label"], string> = { "100k": "t100k", "1m": "t1m", "1m.gz": "t1m_gz" };
 
@@ -103,7 +118,7 @@ function options() {
         "  --quick         one run (default: 5)",
         "  --var           passed to wrangler dev as --var NAME:VALUE (e.g. QUERY_MEMORY_BUDGET_BYTES=...)",
         "  --no-reference  skip sqlite3 and DuckDB",
-        "  --no-inspector  no memory pass (the Worker isolate's heap read through DevTools)",
+        "  --no-inspector  no memory pass (the isolates' heaps read through DevTools: uploads in the API Worker, queries in the engine)",
         "  --uploads-only  upload the files (timed runs and memory pass) but run no query",
         "  --readme        also write the tables into bench/README.md and README.md (between the bench:latest markers)",
         "",
@@ -206,6 +221,7 @@ async function main() {
   process.once("exit", killAllStarted);
 
   let serverNote: string | null = null;
+  let isolateNotes: IsolateNote[] = [];
   try {
     log("starting wrangler dev (fresh state) ...");
     server = await startWranglerDev(opts.vars);
@@ -233,7 +249,7 @@ async function main() {
      */
     const pass = async (
       run: number,
-      inspector: IsolateInspector | null,
+      isolates: Isolates | null,
       reference: boolean,
       into: Collected,
       memory: { uploads: MemoryMode[]; queries: MemoryMode[] } | null = null,
@@ -241,7 +257,7 @@ async function main() {
       const uploaded = new Set<string>();
       const uploadModes = memory?.uploads ?? [null];
       for (const [file, mode] of files.flatMap((f) => uploadModes.map((m) => [f, m] as const))) {
-        const result = await uploadOnce(client, file, currentPids(), inspector, mode);
+        const result = await uploadOnce(client, file, currentPids(), isolates?.api ?? null, mode);
         into.uploads.push({ run, ...result });
         if (result.ok) uploaded.add(file.label);
         log(
@@ -268,7 +284,7 @@ async function main() {
             uploaded.has(file.label),
             reference,
             currentPids().worker,
-            inspector,
+            isolates?.engine ?? null,
             mode,
           );
           into.cases.push({ run, ...record });
@@ -295,15 +311,20 @@ async function main() {
     // A DevTools session puts the isolate in debugging mode (WebAssembly stays in its baseline tier:
     // queries run ~1.5x slower), so the isolate's memory is read in a pass of its own, never timed.
     if (opts.inspector) {
-      const inspector = await IsolateInspector.connect(server.inspectorPort);
-      if (!inspector) log("memory pass: the inspector is not available; the isolate's memory is not measured");
+      const connected = await connectIsolates(server, currentPids().worker, queries.length > 0);
+      isolateNotes = connected.notes;
+      const { api, engine } = connected.isolates;
+      if (!api && !engine) log("memory pass: no isolate could be inspected; the isolates' memory is not measured");
       else {
         log("memory pass (DevTools attached; its times are not used)");
-        if (!inspector.canCollect) log("memory pass: no GC can be forced through the inspector; no held figures");
         try {
-          await pass(0, inspector, false, memory, { uploads: MEMORY_PASS_UPLOADS, queries: MEMORY_PASS_QUERIES });
+          await pass(0, connected.isolates, false, memory, {
+            uploads: MEMORY_PASS_UPLOADS,
+            queries: MEMORY_PASS_QUERIES,
+          });
         } finally {
-          inspector.close();
+          api?.close();
+          engine?.close();
         }
       }
     }
@@ -327,6 +348,7 @@ async function main() {
     uploads: timed.uploads,
     cases: timed.cases,
     memory,
+    isolates: isolateNotes,
     note: serverNote,
   });
   const markdown = renderMarkdown(summary);
@@ -337,6 +359,99 @@ async function main() {
   process.stdout.write(markdown);
   log("wrote bench/results/latest.md and bench/results/latest.json");
   process.exitCode = serverNote ? 1 : 0;
+}
+
+/** A Worker's `name` and the file wrangler bundles its `main` to (`src/engine.ts` → `engine.js`), from its config. */
+function workerOf(dir: string, config: string): { name: string; bundle: string } | null {
+  let text: string;
+  try {
+    text = readFileSync(join(dir, config), "utf8");
+  } catch {
+    return null;
+  }
+  // The first `name =` and `main =` lines are the top-level ones (tables come after them).
+  const name = text.match(/^name\s*=\s*"([^"]+)"/m)?.[1];
+  const main = text.match(/^main\s*=\s*"([^"]+)"/m)?.[1];
+  if (!name || !main) return null;
+  return { name, bundle: `${basename(main).replace(/\.[cm]?[jt]sx?$/, "")}.js` };
+}
+
+/**
+ * The memory pass's DevTools sessions, each checked to be on the isolate it is meant for:
+ * - uploads: the API Worker (wrangler.toml), through wrangler's inspector proxy, which relays to the
+ *   first config's Worker only (and holds the one session workerd admits for it);
+ * - queries: the engine Worker (wrangler.engine.toml), on workerd's own inspector port, target
+ *   `core:user:<name>` (wrangler's proxy does not list it).
+ * A session that cannot be opened or is on another isolate is left out: its figures are then not measured.
+ */
+async function connectIsolates(
+  server: DevServer,
+  workerPids: number[],
+  withEngine: boolean,
+): Promise<{ isolates: Isolates; notes: IsolateNote[] }> {
+  const notes: IsolateNote[] = [];
+  const open = async (
+    role: IsolateNote["role"],
+    config: string,
+    connect: (name: string) => Promise<{ inspector: IsolateInspector | null; via: string }>,
+  ): Promise<IsolateInspector | null> => {
+    const worker = workerOf(server.snapshot, config);
+    if (!worker) {
+      log(`memory pass: no name or main in ${config}; ${role} memory is not measured in an isolate`);
+      notes.push({ role, worker: null, via: null, target: null, script: null, isolate_id: null, ok: false });
+      return null;
+    }
+    const { inspector, via } = await connect(worker.name);
+    const checked = inspector ? await inspector.checkMainScript(worker.bundle) : null;
+    const ok = !!inspector && !!checked?.ok;
+    notes.push({
+      role,
+      worker: worker.name,
+      via,
+      target: inspector?.url ?? null,
+      script: checked?.script ?? null,
+      isolate_id: checked?.isolateId ?? null,
+      ok,
+    });
+    if (!inspector)
+      log(`memory pass: no DevTools session on ${worker.name} (${via}); ${role} isolate memory not measured`);
+    else if (!ok) {
+      log(
+        `memory pass: the session ${inspector.url} (${via}) is not on ${worker.name}'s isolate (no ${worker.bundle} ` +
+          `among its scripts); ${role} isolate memory not measured`,
+      );
+      inspector.close();
+      return null;
+    } else {
+      log(
+        `memory pass: ${role} read in ${worker.name}'s isolate ${checked!.isolateId ?? "?"} via ${via} (${checked!.script})`,
+      );
+      if (!inspector.canCollect) log(`memory pass: no GC can be forced in ${worker.name}'s isolate; no held figures`);
+    }
+    return ok ? inspector : null;
+  };
+
+  const api = await open("uploads", "wrangler.toml", async () => ({
+    inspector: await IsolateInspector.connect(server.inspectorPort),
+    via: `wrangler's inspector proxy, port ${server.inspectorPort}`,
+  }));
+  const engine = withEngine
+    ? await open("queries", "wrangler.engine.toml", async (name) => {
+        const port = await runtimeInspectorPort(workerPids);
+        return {
+          inspector: port === null ? null : await IsolateInspector.connect(port, `core:user:${name}`),
+          via: port === null ? "workerd's inspector port not found" : `workerd's inspector, port ${port}`,
+        };
+      })
+    : null;
+  if (api && engine && notes[0]?.isolate_id && notes[0].isolate_id === notes[1]?.isolate_id) {
+    log("memory pass: the API and engine sessions report the same isolate; neither is measured");
+    api.close();
+    engine.close();
+    for (const note of notes) note.ok = false;
+    return { isolates: { api: null, engine: null }, notes };
+  }
+  return { isolates: { api, engine }, notes };
 }
 
 /** The per-query memory budget in force: a --var override, else wrangler.toml's. */

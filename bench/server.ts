@@ -1,7 +1,8 @@
 /**
- * Starts `wrangler dev` with fresh local state (the logic of
- * test/e2e/support/wrangler-dev.ts, copied because the bench also needs the
- * process id, to find the workerd process and read its memory).
+ * Starts `wrangler dev` with fresh local state, with the arguments of
+ * test/e2e/support/wrangler-dev.ts (`wranglerDevArgs`: both Workers, API and
+ * engine, in one session), from a snapshot of the project, and keeps the
+ * process id, to find the workerd processes and read their memory.
  */
 import { spawn, spawnSync, type ChildProcess } from "node:child_process";
 import {
@@ -9,6 +10,7 @@ import {
   existsSync,
   mkdtempSync,
   readdirSync,
+  readlinkSync,
   readFileSync,
   rmSync,
   symlinkSync,
@@ -36,7 +38,10 @@ function wranglerEnv(dir: string): NodeJS.ProcessEnv {
 
 export interface DevServer {
   url: string;
-  /** Port of wrangler's DevTools inspector proxy (the Worker's isolate). */
+  /**
+   * Port of wrangler's DevTools inspector proxy. It relays to the first config's Worker only (the API Worker,
+   * `dqs`); the engine Worker's isolate is on workerd's own inspector port (`runtimeInspectorPort`).
+   */
   inspectorPort: number;
   /** The copy of the project wrangler runs from. */
   snapshot: string;
@@ -255,4 +260,66 @@ export async function measureRss<T>(
   } finally {
     clearInterval(timer);
   }
+}
+
+/** The TCP ports process `pid` listens on (its socket inodes matched against /proc/net/tcp and tcp6). */
+export function listeningPorts(pid: number): number[] {
+  const inodes = new Set<string>();
+  try {
+    for (const fd of readdirSync(`/proc/${pid}/fd`)) {
+      try {
+        const inode = readlinkSync(`/proc/${pid}/fd/${fd}`).match(/^socket:\[(\d+)\]$/)?.[1];
+        if (inode) inodes.add(inode);
+      } catch {
+        // closed meanwhile
+      }
+    }
+  } catch {
+    return [];
+  }
+  const ports = new Set<number>();
+  for (const table of ["/proc/net/tcp", "/proc/net/tcp6"]) {
+    let text = "";
+    try {
+      text = readFileSync(table, "utf8");
+    } catch {
+      continue;
+    }
+    for (const line of text.split("\n").slice(1)) {
+      // sl local_address rem_address st tx_queue:rx_queue tr:tm->when retrnsmt uid timeout inode
+      const fields = line.trim().split(/\s+/);
+      if (fields.length < 10 || fields[3] !== "0A" || !inodes.has(fields[9]!)) continue; // 0A: LISTEN
+      ports.add(parseInt(fields[1]!.split(":").pop()!, 16));
+    }
+  }
+  return [...ports];
+}
+
+/**
+ * The port of workerd's own DevTools inspector (`--inspector-addr=127.0.0.1:0`, chosen by workerd and not
+ * printed by wrangler), among the ports the workerd processes `pids` listen on: the one whose `/json/version`
+ * says `"Browser": "workerd"`. Its `/json` lists every Worker of the process (`core:user:dqs`,
+ * `core:user:dqs-engine`, …). Null when none answers so. (The other ports are the Workers' own sockets, which
+ * answer this GET with a 404, and workerd's debug port.)
+ */
+export async function runtimeInspectorPort(pids: number[]): Promise<number | null> {
+  for (const pid of pids) {
+    let cmdline = "";
+    try {
+      cmdline = readFileSync(`/proc/${pid}/cmdline`, "utf8");
+    } catch {
+      continue; // gone
+    }
+    if (!cmdline.includes("--inspector-addr=")) continue;
+    for (const port of listeningPorts(pid)) {
+      try {
+        const response = await fetch(`http://127.0.0.1:${port}/json/version`, { signal: AbortSignal.timeout(3000) });
+        const version = (await response.json()) as { Browser?: unknown };
+        if (typeof version.Browser === "string" && version.Browser.startsWith("workerd")) return port;
+      } catch {
+        // not an inspector
+      }
+    }
+  }
+  return null;
 }
