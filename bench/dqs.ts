@@ -246,14 +246,15 @@ export class Client {
   }
 }
 
-interface Answer {
+export interface Answer {
   status: number;
   text: string;
   json: { Message?: string; Data?: unknown } | null;
+  retryAfter: string | null;
 }
 
 /** A response read as text, and as JSON when it is JSON; a network error is status 0. */
-async function jsonAnswer(pending: Promise<Response>): Promise<Answer> {
+export async function jsonAnswer(pending: Promise<Response>): Promise<Answer> {
   try {
     const response = await pending;
     const text = await response.text();
@@ -263,12 +264,13 @@ async function jsonAnswer(pending: Promise<Response>): Promise<Answer> {
     } catch {
       json = null;
     }
-    return { status: response.status, text, json };
+    return { status: response.status, text, json, retryAfter: response.headers.get("retry-after") };
   } catch (error) {
     return {
       status: 0,
       text: error instanceof Error ? `${error.message} ${String(error.cause ?? "")}` : String(error),
       json: null,
+      retryAfter: null,
     };
   }
 }

@@ -17,8 +17,8 @@ import { mkdirSync, writeFileSync } from "node:fs";
 import { cpus, release, totalmem } from "node:os";
 import { join } from "node:path";
 import { parseArgs } from "node:util";
-import { Client, login, type QueryRun, type QueryStatus } from "./dqs.ts";
-import { killAllStarted, ROOT, startWranglerDev, type DevServer } from "./server.ts";
+import { Client, jsonAnswer, login, type Answer as BenchAnswer, type QueryRun, type QueryStatus } from "./dqs.ts";
+import { killAllStarted, ROOT, startWranglerDev, varsFromOptions, type DevServer } from "./server.ts";
 
 const BENCH = join(ROOT, "bench");
 const USER_A = "alice";
@@ -66,55 +66,23 @@ function options() {
     );
     process.exit(0);
   }
-  const vars: Record<string, string> = {};
-  for (const v of values.var) {
-    const at = v.indexOf("=");
-    if (at < 1) throw new Error(`--var wants NAME=VALUE, not ${v}`);
-    vars[v.slice(0, at)] = v.slice(at + 1);
-  }
-  return { quick: values.quick, vars };
+  return { quick: values.quick, vars: varsFromOptions(values.var) };
 }
 
-interface Answer {
-  status: number;
-  ms: number;
-  json: { Message?: string; Data?: unknown } | null;
-  text: string;
-  retryAfter: string | null;
-}
+/** An answer, and how long it took (ms to the last byte). */
+type Answer = BenchAnswer & { ms: number };
 
-/** One request, timed (ms to the last byte); a network error or time-out is status 0. */
+/** One request, timed; a network error or time-out is status 0. */
 async function call(url: string, token: string, init: RequestInit = {}): Promise<Answer> {
   const started = performance.now();
-  try {
-    const response = await fetch(url, {
+  const answer = await jsonAnswer(
+    fetch(url, {
       ...init,
       headers: { ...(init.headers as Record<string, string>), authorization: `Bearer ${token}` },
       signal: AbortSignal.timeout(REQUEST_TIMEOUT_MS),
-    });
-    const text = await response.text();
-    let json: Answer["json"] = null;
-    try {
-      json = JSON.parse(text) as Answer["json"];
-    } catch {
-      json = null;
-    }
-    return {
-      status: response.status,
-      ms: performance.now() - started,
-      json,
-      text,
-      retryAfter: response.headers.get("retry-after"),
-    };
-  } catch (error) {
-    return {
-      status: 0,
-      ms: performance.now() - started,
-      json: null,
-      text: error instanceof Error ? error.message : String(error),
-      retryAfter: null,
-    };
-  }
+    }),
+  );
+  return { ...answer, ms: performance.now() - started };
 }
 
 interface Submitted {

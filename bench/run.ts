@@ -35,6 +35,7 @@ import {
   ROOT,
   runtimeInspectorPort,
   startWranglerDev,
+  varsFromOptions,
   type DevServer,
   type RssReport,
 } from "./server.ts";
@@ -132,12 +133,7 @@ function options() {
   for (const f of files) if (!(f in DATA_NAME)) throw new Error(`unknown file ${f}; use 100k, 1m, 1m.gz`);
   const queries = values["uploads-only"] ? [] : values.queries.split(",").map((q) => q.trim().toUpperCase());
   for (const q of queries) if (!QUERIES.some((d) => d.id === q)) throw new Error(`unknown query ${q}; use Q1, Q2, Q3`);
-  const vars: Record<string, string> = {};
-  for (const v of values.var) {
-    const at = v.indexOf("=");
-    if (at < 1) throw new Error(`--var wants NAME=VALUE, not ${v}`);
-    vars[v.slice(0, at)] = v.slice(at + 1);
-  }
+  const vars = varsFromOptions(values.var);
   return {
     runs,
     files,

@@ -323,3 +323,14 @@ export async function runtimeInspectorPort(pids: number[]): Promise<number | nul
   }
   return null;
 }
+
+/** The `--var NAME=VALUE` options of a bench, as wrangler dev vars. */
+export function varsFromOptions(options: string[]): Record<string, string> {
+  const vars: Record<string, string> = {};
+  for (const option of options) {
+    const at = option.indexOf("=");
+    if (at < 1) throw new Error(`--var wants NAME=VALUE, not ${option}`);
+    vars[option.slice(0, at)] = option.slice(at + 1);
+  }
+  return vars;
+}
