@@ -1,0 +1,195 @@
+import type { Database } from "sql.js";
+import type { QueryLimits } from "../../config";
+import type { SqliteInstance } from "../sqlite";
+import { TransientError } from "./load-table";
+
+/** How the runner learns it should stop, and tells what it is doing. */
+export interface RunControl {
+  cancelled(): Promise<boolean>;
+  progress(message: string): Promise<void>;
+}
+
+export interface RunStats {
+  bytesLoaded: number;
+  peakMemoryBytes: number;
+  loadMs: number;
+  executeMs: number;
+  writeMs: number;
+}
+
+const CANCEL_CHECK_MS = 1000;
+/**
+ * Inside a statement a deployed Worker's clock stands still, so time is also
+ * counted as SQLite virtual-machine steps: a query has run at least
+ * steps / VM_STEPS_PER_SECOND seconds. The rate is that of the fastest
+ * shapes measured in workerd here (15–65 M steps/s: bench/README.md), so
+ * the count never stops a query before its time; the memory is looked at
+ * every `PROGRESS_EVERY_STEPS`.
+ */
+export const VM_STEPS_PER_SECOND = 60_000_000;
+export const PROGRESS_EVERY_STEPS = 10_000;
+/** Between rows, give other requests a turn after this much work (about 0.1 s), whatever the row count. */
+const YIELD_EVERY_STEPS = VM_STEPS_PER_SECOND / 10;
+const CANCEL_CHECK_STEPS = VM_STEPS_PER_SECOND;
+/** The longest value (string, blob, row) a query may make: room for the longest CSV row in UTF-8, four times over. */
+export const MAX_VALUE_BYTES = 32 << 20;
+
+/** Ends a query with a message for its owner (cancelled: by the owner). */
+export class Stop extends Error {
+  constructor(
+    message: string,
+    readonly cancelled = false,
+  ) {
+    super(message);
+  }
+}
+
+/**
+ * One run's limits as they are spent: time (the clock, and virtual-machine
+ * steps counted inside statements), memory (the WebAssembly heap plus the
+ * database's pages and attached images), cancellation, and a turn for other
+ * requests between rows. Each limit ends the run with a Stop naming it.
+ */
+export class RunGuard {
+  /** Work done so far, in virtual-machine steps, counted by the progress handler. */
+  steps = 0;
+  /** Bytes of attached column images (outside the WebAssembly heap). */
+  imageBytes = 0;
+  /** True until the data is loaded: a time limit reached meanwhile says "while loading". */
+  loading = true;
+  private readonly deadline: number;
+  private readonly stepBudget: number;
+  private stepsAtYield = 0;
+  private stepsAtCancelCheck = 0;
+  private lastCancelCheck: number;
+  /** Memory outside the WebAssembly heap (database pages and images), as last measured. */
+  private fileBytes = 0;
+  /** Why the progress handler interrupted the statement. */
+  private interruption: Stop | null = null;
+
+  constructor(
+    private readonly instance: SqliteInstance,
+    readonly limits: QueryLimits,
+    readonly clock: () => number,
+    private readonly control: RunControl,
+    readonly stats: RunStats,
+  ) {
+    const started = clock();
+    this.deadline = started + limits.timeLimitMs;
+    this.lastCancelCheck = started;
+    this.stepBudget = (limits.timeLimitMs / 1000) * VM_STEPS_PER_SECOND;
+  }
+
+  overTimeLimit(during = ""): Stop {
+    return new Stop(
+      `Failed: the query ran longer than the time limit of ${this.limits.timeLimitMs / 1000} s (QUERY_TIME_LIMIT_SECONDS)${during}.`,
+    );
+  }
+
+  overLoadLimit(): Stop {
+    return new Stop(
+      `Failed: the query would load more than the limit of ${this.limits.maxLoadBytes} bytes (QUERY_MAX_LOAD_BYTES). Query fewer or smaller data items.`,
+    );
+  }
+
+  overBudget(bytes: number): Stop {
+    return new Stop(
+      `Failed: the query needs more than the memory budget of ${this.limits.memoryBudgetBytes} bytes (QUERY_MEMORY_BUDGET_BYTES; it held ${bytes}). Select fewer columns or rows.`,
+    );
+  }
+
+  /** True once the time is up, by the clock or by the work counted. */
+  timeIsUp(): boolean {
+    return this.steps > this.stepBudget || this.clock() > this.deadline;
+  }
+
+  /** Throws when `extraBytes` more (images about to be fetched, say) would not fit the budget. */
+  expectRoom(db: Database, extraBytes: number): void {
+    const expected = this.instance.heapBytes() + databaseFileBytes(db) + this.imageBytes + extraBytes;
+    if (expected > this.limits.memoryBudgetBytes) throw this.overBudget(expected);
+  }
+
+  /** True when `extraBytes` more would fit the budget. */
+  hasRoom(db: Database, extraBytes: number): boolean {
+    return this.instance.heapBytes() + databaseFileBytes(db) + extraBytes <= this.limits.memoryBudgetBytes;
+  }
+
+  /** Measures what the run holds now; throws past the budget. */
+  measure(db: Database | null): void {
+    this.fileBytes = databaseFileBytes(db) + this.imageBytes;
+    const held = this.instance.heapBytes() + this.fileBytes;
+    this.record(held);
+    if (held > this.limits.memoryBudgetBytes) throw this.overBudget(held);
+  }
+
+  /** Inside a statement, every PROGRESS_EVERY_STEPS steps: true stops it. Synchronous: it may not call SQLite. */
+  readonly onProgress = (): boolean => {
+    this.steps += PROGRESS_EVERY_STEPS;
+    // The clock moves here under `wrangler dev` (and after I/O when deployed); the steps count either way.
+    if (this.timeIsUp()) this.interruption = this.overTimeLimit(this.loading ? " while loading" : "");
+    const held = this.instance.heapBytes() + this.fileBytes;
+    this.record(held);
+    if (held > this.limits.memoryBudgetBytes) this.interruption ??= this.overBudget(held);
+    return this.interruption !== null;
+  };
+
+  /** Between rows: the limits, cancellation, and a turn for other requests, all by work done. */
+  async checkpoint(db: Database, force: boolean): Promise<void> {
+    if (!force && this.steps - this.stepsAtYield < YIELD_EVERY_STEPS) return;
+    this.stepsAtYield = this.steps;
+    const now = this.clock();
+    if (now > this.deadline || this.steps > this.stepBudget) throw this.overTimeLimit();
+    if (now - this.lastCancelCheck >= CANCEL_CHECK_MS || this.steps - this.stepsAtCancelCheck >= CANCEL_CHECK_STEPS) {
+      this.lastCancelCheck = now;
+      this.stepsAtCancelCheck = this.steps;
+      if (await this.control.cancelled()) throw new Stop("Cancelled by its owner.", true);
+    }
+    this.measure(db);
+    // Give other requests of this isolate (and the clock) a turn.
+    await new Promise((resolve) => setTimeout(resolve, 0));
+  }
+
+  /** The limit behind an error of SQLite's: the interruption, or an allocation or value refused at its limit. */
+  limitReached(error: unknown): Stop | null {
+    if (this.interruption) return this.interruption;
+    const message = error instanceof Error ? error.message : String(error);
+    if (/^out of memory$/i.test(message)) return this.overBudget(this.instance.heapBytes() + this.fileBytes);
+    if (/^string or blob too big$/i.test(message))
+      return new Stop(
+        `Failed: the query makes a value or row longer than the limit of ${MAX_VALUE_BYTES} bytes (the longest value a query may make). Select shorter values.`,
+      );
+    return null;
+  }
+
+  /** Runs a sql.js call; SQLite's own errors (at prepare or at a step) fail the query with SQLite's message. */
+  sqlite<T>(run: () => T): T {
+    try {
+      return run();
+    } catch (error) {
+      throw this.limitReached(error) ?? new Stop(`Failed: ${error instanceof Error ? error.message : String(error)}.`);
+    }
+  }
+
+  private record(held: number): void {
+    this.stats.peakMemoryBytes = Math.max(this.stats.peakMemoryBytes, held);
+  }
+}
+
+/** Bytes of the database's pages, which sql.js keeps in its in-memory file system, outside the WebAssembly heap. */
+export function databaseFileBytes(db: Database | null): number {
+  if (!db) return 0;
+  const result = db.exec("PRAGMA page_count; PRAGMA page_size");
+  const pages = Number(result[0]?.values[0]?.[0] ?? 0);
+  const size = Number(result[1]?.values[0]?.[0] ?? 0);
+  return pages * size;
+}
+
+/** Runs a storage call; its failure is transient (the consumer retries the query). */
+export async function transient<T>(what: string, run: () => Promise<T>): Promise<T> {
+  try {
+    return await run();
+  } catch (error) {
+    if (error instanceof TransientError) throw error;
+    throw new TransientError(`${what} failed: ${String(error)}`);
+  }
+}
