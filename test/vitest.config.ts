@@ -45,6 +45,13 @@ export default defineConfig(async () => {
                     deadLetterQueue: "dqs-queries-dlq",
                   },
                   "dqs-queries-dlq": { maxBatchSize: 10, maxBatchTimeout: 1 },
+                  "dqs-builds": {
+                    maxBatchSize: 1,
+                    maxBatchTimeout: 0,
+                    maxRetries: 3,
+                    deadLetterQueue: "dqs-builds-dlq",
+                  },
+                  "dqs-builds-dlq": { maxBatchSize: 10, maxBatchTimeout: 1 },
                 },
                 bindings: {
                   TEST_MIGRATIONS: migrations,

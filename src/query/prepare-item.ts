@@ -91,7 +91,7 @@ export async function requestColumnImages(env: Env, item: { datasetId: string; n
       prepare: { ...item, version: current.version },
       memoryBudgetBytes: readQueryLimits(env).memoryBudgetBytes,
     };
-    await env.QUERY_QUEUE.send(message);
+    await env.BUILD_QUEUE.send(message);
   } catch (error) {
     console.error(JSON.stringify({ step: "request column images", item, error: String(error) }));
   }
@@ -108,6 +108,6 @@ export async function requestMissingImages(env: Env, uploadedBefore: string, lim
     .all<PrepareMessage["prepare"]>();
   const { memoryBudgetBytes } = readQueryLimits(env);
   if (results.length > 0)
-    await env.QUERY_QUEUE.sendBatch(results.map((prepare) => ({ body: { prepare, memoryBudgetBytes } })));
+    await env.BUILD_QUEUE.sendBatch(results.map((prepare) => ({ body: { prepare, memoryBudgetBytes } })));
   return results.length;
 }

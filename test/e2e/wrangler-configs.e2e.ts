@@ -29,7 +29,10 @@ describe("the two Workers' configurations", () => {
   it("should bind the engine to the API's database, bucket, queue and query state", () => {
     expect(valueIn(engine, "[d1_databases]", "database_name")).toBe(valueIn(api, "[d1_databases]", "database_name"));
     expect(valueIn(engine, "[r2_buckets]", "bucket_name")).toBe(valueIn(api, "[r2_buckets]", "bucket_name"));
-    expect(valueIn(engine, "[queues.consumers]", "queue")).toBe(valueIn(api, "[queues.producers]", "queue"));
+    const producers = [...api.matchAll(/^queue = "([^"]+)"/gm)].map((match) => match[1]);
+    const consumers = [...engine.matchAll(/^queue = "([^"]+)"/gm)].map((match) => match[1]);
+    expect(producers).toEqual(["dqs-queries", "dqs-builds"]);
+    expect(consumers).toEqual(["dqs-queries", "dqs-queries-dlq", "dqs-builds", "dqs-builds-dlq"]);
     expect(valueIn(engine, "[durable_objects.bindings]", "script_name")).toBe(valueIn(api, "", "name"));
     expect(api).not.toMatch(/^\[\[queues\.consumers\]\]/m);
   });

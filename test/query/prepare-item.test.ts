@@ -529,7 +529,7 @@ describe("asking again from the cron", () => {
     const uploadedAt = (await storageOf(waiting)).UploadedAt;
     const requested = (cutoff: string) => {
       queue.sent.splice(0);
-      return requestMissingImages({ ...env, ...IMAGES_ON, QUERY_QUEUE: queue }, cutoff, 10_000);
+      return requestMissingImages({ ...env, ...IMAGES_ON, BUILD_QUEUE: queue }, cutoff, 10_000);
     };
     const prepareOf = async (item: Item): Promise<PrepareMessage> => ({
       prepare: {
@@ -548,7 +548,7 @@ describe("asking again from the cron", () => {
     await requested("2999-01-01T00:00:00Z");
     expect(queue.sent).not.toContainEqual(await prepareOf(built));
     expect(
-      await requestMissingImages({ ...env, COLUMN_IMAGES: "off", QUERY_QUEUE: queue }, "2999-01-01T00:00:00Z"),
+      await requestMissingImages({ ...env, COLUMN_IMAGES: "off", BUILD_QUEUE: queue }, "2999-01-01T00:00:00Z"),
     ).toBe(0);
   });
 
@@ -560,8 +560,8 @@ describe("asking again from the cron", () => {
     const queue = new TestQueue();
     const off = new TestQueue();
 
-    await runMaintenance({ ...env, ...IMAGES_ON, QUERY_QUEUE: queue });
-    await runMaintenance({ ...env, COLUMN_IMAGES: "off", QUERY_QUEUE: off });
+    await runMaintenance({ ...env, ...IMAGES_ON, BUILD_QUEUE: queue });
+    await runMaintenance({ ...env, COLUMN_IMAGES: "off", BUILD_QUEUE: off });
 
     expect(off.sent).toEqual([]);
     expect(queue.prepares()).toContainEqual(item.queue.prepares()[0]);

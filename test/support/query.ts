@@ -75,7 +75,7 @@ export class TestQueue implements Queue<WorkMessage> {
 
 /** The service with a queue the test controls (nothing runs unless the queue was given a consumer environment). */
 export function serviceWith(queue: TestQueue, overrides: Partial<Env> = {}): Fetch {
-  return workerWith({ ...overrides, QUERY_QUEUE: queue });
+  return workerWith({ ...overrides, QUERY_QUEUE: queue, BUILD_QUEUE: queue });
 }
 
 let messageCounter = 0;
