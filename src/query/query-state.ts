@@ -68,6 +68,7 @@ export class QueryState extends DurableObject<Env> {
       attempts: 0,
     };
     await this.ctx.storage.put(KEY, record);
+    await this.ctx.storage.setAlarm(nowMs + QUEUED_CHECK_MS);
     return record;
   }
 
@@ -119,7 +120,7 @@ export class QueryState extends DurableObject<Env> {
   async requeue(reason: string): Promise<QueryRecord | null> {
     const record = await this.load();
     if (!record || record.status !== "running") return record;
-    await this.ctx.storage.deleteAlarm();
+    await this.ctx.storage.setAlarm(Date.now() + QUEUED_CHECK_MS);
     return this.save(
       { ...record, status: "queued", startedAt: null },
       `Queued again after a transient error: ${reason}`,
@@ -183,9 +184,18 @@ export class QueryState extends DurableObject<Env> {
     return this.save({ ...record, resultKey: null }, "Succeeded; the result has expired and was deleted.");
   }
 
-  /** The watchdog: a query still running past its time limit failed (its consumer died or hung). */
+  /**
+   * The watchdog: a query still running past its time limit failed (its
+   * consumer died or hung); a query still queued is recovered if it was lost.
+   */
   override async alarm(): Promise<void> {
     const record = await this.load();
+    if (record?.status === "queued") {
+      // Still queued: make sure its owner's share knows it and, if it holds a slot, that it is in the queue.
+      await this.slots(record, (slots) => slots.recover(record.queryId));
+      await this.ctx.storage.setAlarm(Date.now() + QUEUED_CHECK_MS);
+      return;
+    }
     if (!record || record.status !== "running") return;
     await this.ended(
       { ...record, status: "failed", startedAt: null },
@@ -196,3 +206,5 @@ export class QueryState extends DurableObject<Env> {
 
 /** The watchdog waits this long beyond the time limit, so a run that ends on time is never failed by it. */
 const WATCHDOG_GRACE_MS = 30_000;
+/** How often a query still queued checks that it is not lost (a request that died between its steps, say). */
+const QUEUED_CHECK_MS = 10 * 60_000;

@@ -93,6 +93,25 @@ export class UserQueries extends DurableObject<Env> {
     });
   }
 
+  /**
+   * A query still queued after a long while: sent again if it holds a slot
+   * (a request that died before sending it; a second delivery is claimed
+   * once), put back in line if its slot was taken back, left alone if it waits.
+   */
+  recover(queryId: string): Promise<void> {
+    return this.exclusive(async () => {
+      if (!(await this.ctx.storage.get<Slots>(KEY))) return;
+      const slots = await this.load();
+      if (slots.waiting.includes(queryId)) return;
+      if (slots.admitted.some((slot) => slot.queryId === queryId)) {
+        await this.env.QUERY_QUEUE.send({ queryId } satisfies QueryMessage);
+        return;
+      }
+      slots.waiting.push(queryId);
+      await this.promote(slots);
+    });
+  }
+
   /** Retries a failed send, and takes back slots whose lease ran out. */
   override alarm(): Promise<void> {
     return this.exclusive(async () => {

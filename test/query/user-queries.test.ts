@@ -169,4 +169,19 @@ describe("fair sharing of the engine", () => {
     expect(known.sort()).toEqual([...newcomers].sort());
     expect(after.admitted).toHaveLength(1);
   });
+
+  it("should send again a query that holds a slot but never reached the queue, when its check comes", async () => {
+    // The test queue keeps the message and runs nothing: as if the request had died before sending it.
+    const [lost] = await submitMany(1);
+
+    expect(await runDurableObjectAlarm(stateOf(lost!))).toBe(true);
+
+    // Sent again to the real local queue, whose consumer runs it.
+    let status = await statusVia(user.accessToken, lost!);
+    for (let tries = 0; tries < 100 && status.Status !== "succeeded"; tries++) {
+      await new Promise((resolve) => setTimeout(resolve, 100));
+      status = await statusVia(user.accessToken, lost!);
+    }
+    expect(status.Status).toBe("succeeded");
+  });
 });
