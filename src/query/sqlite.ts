@@ -41,7 +41,7 @@ export interface SqliteInstance {
 }
 
 let current: Promise<SqliteInstance> | undefined;
-/** The current instance once it has loaded, for synchronous readers. */
+/** The current instance once it has loaded (`retire` compares against it). */
 let loaded: SqliteInstance | undefined;
 /** Every sql.js API object loaded so far: an unpatched sql.js hands out its first one again. */
 const seen = new WeakSet<SqlJsStatic>();
@@ -158,16 +158,6 @@ export async function sqliteInstanceFor(memoryBudgetBytes: number): Promise<Sqli
   return instance;
 }
 
-/** sql.js's API over the current instance. */
-export async function sqlite(): Promise<SqlJsStatic> {
-  return (await sqliteInstance()).sql;
-}
-
-/** Bytes of the current instance's WebAssembly heap; 0 before SQLite is loaded. */
-export function wasmHeapBytes(): number {
-  return loaded?.heapBytes() ?? 0;
-}
-
 /**
  * Retires `instance` when its heap has grown by more than `bytes`: new work
  * gets a fresh instance, and the old heap is freed once the work still
@@ -189,7 +179,7 @@ function retire(instance: SqliteInstance): void {
 
 /** A new, empty in-memory SQLite database; the caller must `close()` it to free its memory. */
 export async function openDatabase(): Promise<Database> {
-  const { Database } = await sqlite();
+  const { Database } = (await sqliteInstance()).sql;
   return new Database();
 }
 

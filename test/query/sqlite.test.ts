@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { openDatabase, sqlite, wasmHeapBytes } from "../../src/query/sqlite";
+import { openDatabase, sqliteInstance } from "../../src/query/sqlite";
 
 describe("openDatabase", () => {
   it("should open an in-memory SQLite database that runs SELECT 1 in workerd", async () => {
@@ -20,7 +20,7 @@ describe("openDatabase", () => {
       first.run("CREATE TABLE t (a)");
 
       expect(second.exec("SELECT name FROM sqlite_master")).toEqual([]);
-      expect(await sqlite()).toBe(await sqlite());
+      expect(await sqliteInstance()).toBe(await sqliteInstance());
     } finally {
       first.close();
       second.close();
@@ -36,6 +36,6 @@ describe("openDatabase", () => {
   it("should report the size of sql.js's WebAssembly heap once SQLite is loaded", async () => {
     await openDatabase().then((db) => db.close());
 
-    expect(wasmHeapBytes()).toBeGreaterThanOrEqual(64 * 1024);
+    expect((await sqliteInstance()).heapBytes()).toBeGreaterThanOrEqual(64 * 1024);
   });
 });

@@ -8,7 +8,7 @@ import {
   VALUES_PER_RECORD,
 } from "../../../src/query/engine/column-images";
 import { TransientError } from "../../../src/query/engine/load-table";
-import { sqlite, wasmHeapBytes } from "../../../src/query/sqlite";
+import { sqliteInstance } from "../../../src/query/sqlite";
 import { gzip } from "../../support/catalog";
 import { MemorySource, runEngine, storedSchema, type MemoryItem } from "../../support/engine";
 
@@ -127,14 +127,14 @@ describe("estimateImageBytes", () => {
 
 /** Builds one column's image from fields as they appear in the file. */
 async function imageOf(type: DataTypeName, fields: string[]): Promise<Uint8Array> {
-  const builder = new ColumnImageBuilder(await sqlite(), type);
+  const builder = new ColumnImageBuilder((await sqliteInstance()).sql, type);
   for (const field of fields) builder.add(field);
   return builder.finish();
 }
 
 /** The records of an image's table `c`, in rowid order, 64-bit integers as bigint. */
 async function recordsOf(image: Uint8Array): Promise<unknown[][]> {
-  const { Database } = await sqlite();
+  const { Database } = (await sqliteInstance()).sql;
   const db = new Database(image);
   try {
     const statement = db.prepare("SELECT * FROM c ORDER BY rowid");
@@ -150,7 +150,7 @@ async function recordsOf(image: Uint8Array): Promise<unknown[][]> {
 
 /** The declared types of an image's columns. */
 async function declaredTypes(image: Uint8Array): Promise<string[]> {
-  const { Database } = await sqlite();
+  const { Database } = (await sqliteInstance()).sql;
   const db = new Database(image);
   try {
     return db.exec("PRAGMA table_info(c)")[0]!.values.map((row) => String(row[2]));
@@ -225,7 +225,7 @@ describe("ColumnImageBuilder", () => {
   });
 
   it("should grow as values are added, and free its database when discarded", async () => {
-    const builder = new ColumnImageBuilder(await sqlite(), "STRING");
+    const builder = new ColumnImageBuilder((await sqliteInstance()).sql, "STRING");
     const empty = builder.bytes();
     for (let i = 0; i < 4000; i++) builder.add(`value number ${i} of the column`);
 
@@ -319,7 +319,7 @@ describe("buildColumnImages", () => {
     };
 
     const roomy = await build(item, 1 << 30);
-    const tight = await build(item, wasmHeapBytes() + (12 << 20));
+    const tight = await build(item, (await sqliteInstance()).heapBytes() + (12 << 20));
 
     expect(roomy.outcome).toMatchObject({ ok: true, passes: 1 });
     if (!tight.outcome.ok) throw new Error(tight.outcome.message);
@@ -333,7 +333,7 @@ describe("buildColumnImages", () => {
 
   it("should fail with a message naming the budget, and store nothing, when even one column does not fit", async () => {
     const item = salesItem(3000);
-    const budget = wasmHeapBytes() + 1000;
+    const budget = (await sqliteInstance()).heapBytes() + 1000;
 
     const built = await build(item, budget);
 

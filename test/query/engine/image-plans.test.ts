@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { buildColumnImages } from "../../../src/query/engine/build-images";
-import { wasmHeapBytes } from "../../../src/query/sqlite";
+import { sqliteInstance } from "../../../src/query/sqlite";
 import { csvCell, runEngine, seededRandom, storedSchema, type MemoryItem } from "../../support/engine";
 
 // Column images are read through views. When SQLite's plan would build an
@@ -99,7 +99,7 @@ describe("building column images", () => {
 
     const roomy = await build(1 << 30);
     // The estimate says all three columns fit one pass; the images do not, beside their largest copy.
-    const tight = await build(wasmHeapBytes() + 420_000);
+    const tight = await build((await sqliteInstance()).heapBytes() + 420_000);
 
     expect(roomy.outcome).toMatchObject({ ok: true, passes: 1 });
     expect(tight.outcome.ok && tight.outcome.passes).toBeGreaterThan(1);

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { TransientError } from "../../../src/query/engine/load-table";
-import { wasmHeapBytes } from "../../../src/query/sqlite";
+import { sqliteInstance } from "../../../src/query/sqlite";
 import { gzip } from "../../support/catalog";
 import { MemoryControl, MemorySource, MemoryTarget, runEngine, type MemoryItem } from "../../support/engine";
 
@@ -364,7 +364,7 @@ describe("memory", () => {
         items,
       );
       if (!run.outcome.ok) throw new Error(run.outcome.message);
-      heap.push(wasmHeapBytes());
+      heap.push((await sqliteInstance()).heapBytes());
     }
 
     const afterWarmUp = Math.max(...heap.slice(0, 200));

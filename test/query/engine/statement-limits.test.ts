@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { MAX_VALUE_BYTES } from "../../../src/query/engine/run-query";
-import { sqliteInstance, wasmHeapBytes } from "../../../src/query/sqlite";
+import { sqliteInstance } from "../../../src/query/sqlite";
 import { guardStatements } from "../../../src/query/sqlite-guard";
 import { runEngine, type MemoryItem } from "../../support/engine";
 
@@ -111,7 +111,7 @@ describe("runQuery limits inside a statement", () => {
       /QUERY_MEMORY_BUDGET_BYTES|limit of 33554432 bytes \(the longest value a query may make\)/,
     );
     await expectHealthyEngine();
-    expect(wasmHeapBytes()).toBeLessThan(100_663_296 / 2);
+    expect((await sqliteInstance()).heapBytes()).toBeLessThan(100_663_296 / 2);
   });
 
   it("should fail a string that doubles past the limits, naming one, and leave the isolate healthy", async () => {
