@@ -2,8 +2,7 @@ import type { Database } from "sql.js";
 import { databaseFileName, type SqliteInstance } from "../sqlite";
 import { createImageView, type AttachedColumn, type ColumnImages } from "./column-images";
 import { quoteIdentifier, type TableToLoad } from "./load-table";
-import type { RunControl } from "./run-guard";
-import { RunGuard, Stop, transient } from "./run-guard";
+import { RunGuard, Stop, transient, type RunControl } from "./run-guard";
 
 /** The column images one query attached: each its own sql.js database, read through a view per table. */
 export class AttachedImages {
