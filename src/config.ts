@@ -28,6 +28,10 @@ export interface QueryLimits {
   maxResultBytes: number;
   maxResultRows: number;
   resultRetentionSeconds: number;
+  /** Data items with at least this many rows get a table store and are queried there (TABLE_STORE_MIN_ROWS). */
+  storeMinRows: number;
+  /** The most a table store may hold, its rows and what a query brings in (TABLE_STORE_MAX_BYTES). */
+  maxStoreBytes: number;
 }
 
 /** How many of one user's queries may be in the engine at once, and how many more may wait. */
@@ -120,6 +124,8 @@ export function readQueryLimits(env: Env): QueryLimits {
     maxResultBytes: positiveInteger(env, "QUERY_MAX_RESULT_BYTES"),
     maxResultRows: positiveInteger(env, "QUERY_MAX_RESULT_ROWS"),
     resultRetentionSeconds: positiveInteger(env, "QUERY_RESULT_RETENTION_SECONDS"),
+    storeMinRows: positiveInteger(env, "TABLE_STORE_MIN_ROWS"),
+    maxStoreBytes: positiveInteger(env, "TABLE_STORE_MAX_BYTES"),
   };
 }
 
@@ -135,7 +141,9 @@ type IntegerSetting =
   | "QUERY_MAX_RESULT_ROWS"
   | "QUERY_RESULT_RETENTION_SECONDS"
   | "QUERY_MAX_RUNNING_PER_USER"
-  | "QUERY_MAX_QUEUED_PER_USER";
+  | "QUERY_MAX_QUEUED_PER_USER"
+  | "TABLE_STORE_MIN_ROWS"
+  | "TABLE_STORE_MAX_BYTES";
 
 function positiveInteger(env: Env, name: IntegerSetting): number {
   const value = Number(env[name]);

@@ -2,6 +2,7 @@ import { createApp } from "./http/app";
 import { runMaintenance } from "./maintenance/scheduled";
 
 export { QueryState } from "./query/query-state";
+export { TableStore } from "./query/store/table-store";
 export { UserQueries } from "./query/user-queries";
 
 const app = createApp();

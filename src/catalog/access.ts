@@ -32,6 +32,8 @@ export interface DataItemRecord {
   uploadedAt: string;
   /** The query-ready column images of this version (JSON, see query/engine/column-images.ts); null until built. */
   columnImages: string | null;
+  /** The table store of this version (JSON, see query/store/store-state.ts); null when it has none (yet). */
+  tableStore: string | null;
 }
 
 /**
@@ -103,7 +105,7 @@ export async function findDataItem(db: D1Database, datasetId: string, name: stri
     .prepare(
       `SELECT id, dataset_id AS datasetId, name, version, object_key AS objectKey, size, row_count AS rowCount,
               schema, delivery_type AS deliveryType, content_hash AS contentHash, uploaded_at AS uploadedAt,
-              column_images AS columnImages
+              column_images AS columnImages, table_store AS tableStore
        FROM data_items WHERE dataset_id = ? AND name = ?`,
     )
     .bind(datasetId, name)

@@ -1,3 +1,4 @@
+import { TABLE_STORE_KEY_PREFIX } from "../storage/keys";
 import { randomToken } from "../util/crypto";
 import type { DataItemRecord, DatasetRecord } from "./access";
 
@@ -49,13 +50,7 @@ export async function deleteDataset(db: D1Database, dataset: DatasetRecord, dele
          SELECT object_key, 'dataset deleted', ? FROM data_items WHERE dataset_id = ?`,
       )
       .bind(deleteAfter, dataset.id),
-    db
-      .prepare(
-        `INSERT OR IGNORE INTO orphan_objects (object_key, reason, delete_after)
-         SELECT json_extract(j.value, '$.key'), 'dataset deleted', ?
-         FROM data_items, json_each(data_items.column_images, '$.columns') AS j WHERE dataset_id = ?`,
-      )
-      .bind(deleteAfter, dataset.id),
+    ...orphanDerivedObjects(db, "dataset deleted", deleteAfter, "dataset_id = ?", [dataset.id]),
     db.prepare("DELETE FROM data_items WHERE dataset_id = ?").bind(dataset.id),
     db.prepare("DELETE FROM grants WHERE dataset_id = ?").bind(dataset.id),
     db.prepare("DELETE FROM datasets WHERE id = ?").bind(dataset.id),
@@ -117,20 +112,16 @@ export async function deleteDataItem(
          SELECT object_key, 'data item deleted', ? FROM data_items WHERE dataset_id = ? AND name = ?`,
       )
       .bind(deleteAfter, datasetId, name),
-    db
-      .prepare(
-        `INSERT OR IGNORE INTO orphan_objects (object_key, reason, delete_after)
-         SELECT json_extract(j.value, '$.key'), 'data item deleted', ?
-         FROM data_items, json_each(data_items.column_images, '$.columns') AS j WHERE dataset_id = ? AND name = ?`,
-      )
-      .bind(deleteAfter, datasetId, name),
+    ...orphanDerivedObjects(db, "data item deleted", deleteAfter, "dataset_id = ? AND name = ?", [datasetId, name]),
     db.prepare("DELETE FROM data_items WHERE dataset_id = ? AND name = ?").bind(datasetId, name),
   ]);
   return deleted?.meta.changes === 1;
 }
 
 /** An upload's version as it becomes the data item's current one. */
-export type NewVersion = Omit<DataItemRecord, "id" | "uploadedAt" | "columnImages"> & { uploadedBy: string };
+export type NewVersion = Omit<DataItemRecord, "id" | "uploadedAt" | "columnImages" | "tableStore"> & {
+  uploadedBy: string;
+};
 
 /**
  * Makes a fully stored, valid upload the data item's current version, in one
@@ -150,13 +141,10 @@ export async function commitDataItemVersion(
          SELECT object_key, 'replaced by a new version', ? FROM data_items WHERE dataset_id = ? AND name = ?`,
       )
       .bind(replacedDeleteAfter, version.datasetId, version.name),
-    db
-      .prepare(
-        `INSERT OR IGNORE INTO orphan_objects (object_key, reason, delete_after)
-         SELECT json_extract(j.value, '$.key'), 'replaced by a new version', ?
-         FROM data_items, json_each(data_items.column_images, '$.columns') AS j WHERE dataset_id = ? AND name = ?`,
-      )
-      .bind(replacedDeleteAfter, version.datasetId, version.name),
+    ...orphanDerivedObjects(db, "replaced by a new version", replacedDeleteAfter, "dataset_id = ? AND name = ?", [
+      version.datasetId,
+      version.name,
+    ]),
     db
       .prepare(
         `INSERT INTO data_items (id, dataset_id, name, version, object_key, size, row_count, schema, delivery_type,
@@ -165,7 +153,8 @@ export async function commitDataItemVersion(
          ON CONFLICT (dataset_id, name) DO UPDATE SET version = excluded.version, object_key = excluded.object_key,
            size = excluded.size, row_count = excluded.row_count, schema = excluded.schema,
            delivery_type = excluded.delivery_type, content_hash = excluded.content_hash,
-           uploaded_by = excluded.uploaded_by, uploaded_at = excluded.uploaded_at, column_images = NULL`,
+           uploaded_by = excluded.uploaded_by, uploaded_at = excluded.uploaded_at, column_images = NULL,
+           table_store = NULL`,
       )
       .bind(
         randomToken(16),
@@ -229,4 +218,52 @@ export function adoptColumnImageKeys(
   return keys.map((key) =>
     db.prepare(`DELETE FROM orphan_objects WHERE object_key = ? AND EXISTS (${current})`).bind(key, ...values),
   );
+}
+
+/**
+ * Statements that list, as orphans, what was derived from the matching data
+ * items' versions: their column images in R2 and their table stores (keyed
+ * `table-store/<object key>`, emptied by the sweep).
+ */
+function orphanDerivedObjects(
+  db: D1Database,
+  reason: string,
+  deleteAfter: string,
+  where: string,
+  values: string[],
+): D1PreparedStatement[] {
+  return [
+    db
+      .prepare(
+        `INSERT OR IGNORE INTO orphan_objects (object_key, reason, delete_after)
+         SELECT json_extract(j.value, '$.key'), ?, ?
+         FROM data_items, json_each(data_items.column_images, '$.columns') AS j WHERE ${where}`,
+      )
+      .bind(reason, deleteAfter, ...values),
+    db
+      .prepare(
+        `INSERT OR IGNORE INTO orphan_objects (object_key, reason, delete_after)
+         SELECT '${TABLE_STORE_KEY_PREFIX}' || object_key, ?, ? FROM data_items WHERE table_store IS NOT NULL AND ${where}`,
+      )
+      .bind(reason, deleteAfter, ...values),
+  ];
+}
+
+/**
+ * Records the state of a version's table store (JSON), if that version is
+ * still the current one; `from` says which state it must be in now (null:
+ * none). False when the version was replaced or deleted, or moved on.
+ */
+export async function recordTableStore(
+  db: D1Database,
+  item: { datasetId: string; name: string; version: string },
+  state: string,
+  from: "none" | "building",
+): Promise<boolean> {
+  const now = from === "none" ? "table_store IS NULL" : "json_extract(table_store, '$.state') = 'building'";
+  const result = await db
+    .prepare(`UPDATE data_items SET table_store = ? WHERE dataset_id = ? AND name = ? AND version = ? AND ${now}`)
+    .bind(state, item.datasetId, item.name, item.version)
+    .run();
+  return result.meta.changes === 1;
 }

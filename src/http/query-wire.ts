@@ -20,5 +20,6 @@ export function queryStatusData(record: QueryRecord) {
       WriteMs: record.timings.writeMs,
     },
     ExpiresAt: record.expiresAt,
+    Engine: record.engine ?? null,
   };
 }

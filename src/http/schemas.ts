@@ -71,12 +71,23 @@ export const DataStorageResponse = withData(
     UploadedAt: DateTime,
     QueryReady: z.boolean().openapi({
       description:
-        "True once the column images of this version are built: queries then read them instead of parsing the CSV",
+        "True once the query-ready form of this version is built (its column images, or its table store): until then queries read the CSV, or wait for a table store being built",
     }),
     ColumnImageBytes: z
       .array(z.number().int())
       .nullable()
-      .openapi({ description: "Bytes of each column's image, in schema order; null until built" }),
+      .openapi({ description: "Bytes of each column's image, in schema order; null until built or for a table store" }),
+    TableStore: z
+      .object({
+        State: z.enum(["building", "ready", "failed"]),
+        Rows: z.number().int().nullable(),
+        Bytes: z.number().int().nullable().openapi({ description: "Bytes the store holds on disk" }),
+        Message: z.string().nullable().openapi({ description: "Why the build failed" }),
+      })
+      .nullable()
+      .openapi({
+        description: `Data items with many rows (TABLE_STORE_MIN_ROWS) get a table store: a SQLite Durable Object holding their rows, where queries on them run. Null for a version without one`,
+      }),
   }),
 );
 
@@ -106,6 +117,10 @@ const QueryStatusData = z
       .object({ QueueWaitMs: z.number(), LoadMs: z.number(), ExecuteMs: z.number(), WriteMs: z.number() })
       .nullable(),
     ExpiresAt: DateTime.nullable().openapi({ description: "When the result will be deleted" }),
+    Engine: z.enum(["sqljs", "store"]).nullable().openapi({
+      description:
+        "Which engine ran the query: sql.js (data loaded into the engine Worker) or the table store of its largest data item; null until it ran",
+    }),
   })
   .openapi("QueryStatus");
 

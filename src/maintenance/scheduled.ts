@@ -1,5 +1,6 @@
-import { requestMissingImages } from "../query/prepare-item";
+import { requestMissingPreparation } from "../query/prepare-item";
 import { purgeExpiredResults } from "../query/retention";
+import { storeEmptier } from "../query/store/store-state";
 import { sweepOrphans } from "../storage/orphans";
 import { isoSeconds, nowSeconds } from "../util/time";
 
@@ -16,7 +17,7 @@ export async function runMaintenance(env: Env): Promise<void> {
   const now = isoSeconds(nowSeconds());
   let removed = 0;
   for (let i = 0; i < MAX_BATCHES; i++) {
-    const batch = await sweepOrphans(env.DB, env.BUCKET, now);
+    const batch = await sweepOrphans(env.DB, env.BUCKET, storeEmptier(env), now);
     removed += batch;
     if (batch === 0) break;
   }
@@ -29,7 +30,7 @@ export async function runMaintenance(env: Env): Promise<void> {
   ]);
   const rows = expired.reduce((sum, result) => sum + result.meta.changes, 0);
   const results = await purgeExpiredResults(env);
-  const imagesRequested = await requestMissingImages(env, isoSeconds(nowSeconds() - IMAGES_OVERDUE_SECONDS));
+  const imagesRequested = await requestMissingPreparation(env, isoSeconds(nowSeconds() - IMAGES_OVERDUE_SECONDS));
   console.log(
     JSON.stringify({
       maintenance: "sweep",

@@ -1,5 +1,5 @@
 import { executeQuery } from "./execute";
-import { prepareColumnImages, type PrepareMessage } from "./prepare-item";
+import { prepareItem, type PrepareMessage } from "./prepare-item";
 import { queryStub, type QueryMessage } from "./queries";
 import { FINISHED } from "./query-record";
 
@@ -81,7 +81,7 @@ async function consumePrepare(message: Message<PrepareMessage>, env: Env): Promi
     return;
   }
   try {
-    const outcome = await prepareColumnImages(env, message.body.prepare, message.body.memoryBudgetBytes);
+    const outcome = await prepareItem(env, message.body);
     console.log(JSON.stringify({ prepare: message.body.prepare, outcome, ms: Date.now() - started }));
     message.ack();
   } catch (error) {

@@ -1,18 +1,20 @@
 import { findReadableDataItem } from "../catalog/access";
 import { findUserById } from "../catalog/accounts";
 import type { QueryLimits } from "../config";
-import type { StoredDataSchema } from "../ingest/data-schema";
 import { resultObjectKey } from "../storage/keys";
 import { R2StreamWriter } from "../storage/r2-writer";
 import { isoSeconds, nowSeconds } from "../util/time";
 import { parseColumnImages } from "./engine/column-images";
 import { runQuery, type LoadableItem, type QuerySource, type ResultTarget } from "./engine/run-query";
+import { parseTableStoreState, tableStoreStub } from "./store/store-state";
+import { parseTableLayout } from "./table-layout";
 import type { QueryRecord, RunOutcome } from "./query-record";
 
 /** The parts of a query's Durable Object the run talks to. */
 export interface QueryStateHandle {
   get(): Promise<QueryRecord | null>;
   progress(message: string): Promise<QueryRecord | null>;
+  rearm(message: string, forMs: number): Promise<QueryRecord | null>;
 }
 
 /**
@@ -34,9 +36,16 @@ export async function executeQuery(
     async find(reference) {
       const found = await findReadableDataItem(env.DB, owner, reference.account, reference.dataset, reference.data);
       if (!found) return null;
-      const schema = JSON.parse(found.item.schema) as StoredDataSchema;
-      const images = parseColumnImages(found.item.columnImages, schema.TableDefinition.Columns.length);
-      return { objectKey: found.item.objectKey, schema, images };
+      const { item } = found;
+      const layout = parseTableLayout(item.schema);
+      return {
+        objectKey: item.objectKey,
+        layout,
+        rows: item.rowCount,
+        bytes: item.size,
+        images: parseColumnImages(item.columnImages, layout.columns.length),
+        store: parseTableStoreState(item.tableStore),
+      };
     },
     async open(item: LoadableItem) {
       const object = await env.BUCKET.get(item.objectKey);
@@ -46,6 +55,7 @@ export async function executeQuery(
       const object = await env.BUCKET.get(key);
       return object ? new Uint8Array(await object.arrayBuffer()) : null;
     },
+    queryStore: (objectKey, request) => tableStoreStub(env, objectKey).query(request),
   };
   const key = resultObjectKey(record.queryId);
   const writer = new R2StreamWriter(env.BUCKET, key, () => ({
@@ -64,9 +74,12 @@ export async function executeQuery(
       control: {
         cancelled: async () => (await state.get())?.status === "cancelled",
         progress: async (message) => void (await state.progress(message)),
+        wait: async (message, forMs) => void (await state.rearm(message, forMs)),
       },
+      queryId: record.queryId,
+      resultKey: key,
     },
-    limits,
+    withStoreDefaults(limits),
   );
   const timings = {
     queueWaitMs,
@@ -78,6 +91,7 @@ export async function executeQuery(
     if (outcome.cancelled) return { status: "cancelled" };
     return {
       status: "failed",
+      engine: outcome.engine,
       message: outcome.message,
       bytesLoaded: outcome.bytesLoaded,
       peakMemoryBytes: outcome.peakMemoryBytes,
@@ -86,6 +100,7 @@ export async function executeQuery(
   }
   return {
     status: "succeeded",
+    engine: outcome.engine,
     size: outcome.size,
     rowCount: outcome.rowCount,
     bytesLoaded: outcome.bytesLoaded,
@@ -94,5 +109,14 @@ export async function executeQuery(
     resultKey: key,
     resultColumns: outcome.columns,
     expiresAt: isoSeconds(nowSeconds() + limits.resultRetentionSeconds),
+  };
+}
+
+/** Queries recorded before table stores carry no store limits: those of the default configuration. */
+function withStoreDefaults(limits: QueryLimits): QueryLimits {
+  return {
+    ...limits,
+    storeMinRows: limits.storeMinRows ?? 250_000,
+    maxStoreBytes: limits.maxStoreBytes ?? 8 * 1024 ** 3,
   };
 }

@@ -1,24 +1,85 @@
 import { findDataItem } from "../catalog/access";
 import { columnImagesEnabled, readQueryLimits } from "../config";
-import { adoptColumnImageKeys, recordColumnImages } from "../catalog/datasets";
-import type { StoredDataSchema } from "../ingest/data-schema";
+import { adoptColumnImageKeys, recordColumnImages, recordTableStore } from "../catalog/datasets";
 import { columnImageKey } from "../storage/keys";
 import { deleteOrphanNow, markOrphan } from "../storage/orphans";
 import { isoSeconds, nowSeconds } from "../util/time";
 import { buildColumnImages } from "./engine/build-images";
 import { IMAGE_FORMAT, VALUES_PER_RECORD, type ColumnImages } from "./engine/column-images";
+import { TransientError } from "./run-limits";
+import { parseTableStoreState, tableStoreStub, type TableStoreState } from "./store/store-state";
+import { parseTableLayout } from "./table-layout";
 
-/** The queue message that asks for a version's column images. */
+/** The queue message that asks for a version's query-ready form: column images, or a table store. */
 export interface PrepareMessage {
   prepare: { datasetId: string; name: string; version: string };
   /** The API Worker's QUERY_MEMORY_BUDGET_BYTES: the engine Worker has no settings of its own. */
   memoryBudgetBytes: number;
+  /** TABLE_STORE_MIN_ROWS and TABLE_STORE_MAX_BYTES (absent from older messages: column images only). */
+  storeMinRows?: number;
+  maxStoreBytes?: number;
 }
 
 /** Images of a build that dies with its Worker are swept after this long. */
 const BUILD_ABANDONED_AFTER_SECONDS = 24 * 3600;
 
 export type PrepareOutcome = "built" | "stale" | "already built" | { failed: string };
+
+/**
+ * Prepares one version of a data item for queries: a table store when it
+ * has at least TABLE_STORE_MIN_ROWS rows, column images otherwise.
+ */
+export async function prepareItem(env: Env, message: PrepareMessage): Promise<PrepareOutcome> {
+  const item = await findDataItem(env.DB, message.prepare.datasetId, message.prepare.name);
+  if (!item || item.version !== message.prepare.version) return "stale";
+  if (
+    message.storeMinRows !== undefined &&
+    message.maxStoreBytes !== undefined &&
+    item.rowCount >= message.storeMinRows
+  )
+    return prepareTableStore(env, item, message.maxStoreBytes);
+  return prepareColumnImages(env, message.prepare, message.memoryBudgetBytes);
+}
+
+/**
+ * Fills the version's table store (a SQLite Durable Object, see
+ * store/table-store.ts) and records it as ready. The catalog says
+ * "building" first, so a version replaced or deleted meanwhile lists the
+ * store as an orphan and the sweep empties it; a build that cannot succeed
+ * is recorded as failed (queries then read the CSV in sql.js) and emptied.
+ * A store that stops mid-build throws, and the consumer retries.
+ */
+async function prepareTableStore(
+  env: Env,
+  item: NonNullable<Awaited<ReturnType<typeof findDataItem>>>,
+  maxStoreBytes: number,
+): Promise<PrepareOutcome> {
+  const state = parseTableStoreState(item.tableStore);
+  if (state?.state === "ready") return "already built";
+  if (state?.state === "failed") return { failed: state.message };
+  const target = { datasetId: item.datasetId, name: item.name, version: item.version };
+  if (!state && !(await recordTableStore(env.DB, target, JSON.stringify({ state: "building" }), "none"))) {
+    const current = await findDataItem(env.DB, item.datasetId, item.name);
+    if (current?.version !== item.version || parseTableStoreState(current.tableStore)?.state !== "building")
+      return "stale";
+  }
+  const store = tableStoreStub(env, item.objectKey);
+  const built = await store
+    .build(
+      { objectKey: item.objectKey, layout: parseTableLayout(item.schema), rows: item.rowCount, name: item.name },
+      maxStoreBytes,
+    )
+    .catch((error: unknown) => {
+      throw new TransientError(`the table store of ${item.name} stopped while it was built: ${String(error)}`);
+    });
+  const next: TableStoreState = built.ok
+    ? { state: "ready", rows: built.rows, bytes: built.bytes }
+    : { state: "failed", message: built.message };
+  if (!built.ok) await store.empty();
+  // Replaced or deleted meanwhile: the store is already listed as an orphan, and the sweep empties it.
+  if (!(await recordTableStore(env.DB, target, JSON.stringify(next), "building"))) return "stale";
+  return built.ok ? "built" : { failed: built.message };
+}
 
 /**
  * Builds and records the column images of one version of a data item, so
@@ -38,14 +99,14 @@ export async function prepareColumnImages(
   const item = await findDataItem(env.DB, target.datasetId, target.name);
   if (!item || item.version !== target.version) return "stale";
   if (item.columnImages) return "already built";
-  const schema = JSON.parse(item.schema) as StoredDataSchema;
-  const keys = schema.TableDefinition.Columns.map((_, index) => columnImageKey(item.objectKey, index));
+  const layout = parseTableLayout(item.schema);
+  const keys = layout.columns.map((_, index) => columnImageKey(item.objectKey, index));
   const abandonedAfter = isoSeconds(nowSeconds() + BUILD_ABANDONED_AFTER_SECONDS);
   for (const key of keys) await markOrphan(env.DB, key, "column image being built", abandonedAfter);
   const discard = () => Promise.all(keys.map((key) => deleteOrphanNow(env.DB, env.BUCKET, key)));
 
   const built = await buildColumnImages(
-    schema,
+    layout,
     { rows: item.rowCount, bytes: item.size, name: `${item.name}` },
     {
       open: async () => (await env.BUCKET.get(item.objectKey))?.body ?? null,
@@ -81,16 +142,16 @@ export async function prepareColumnImages(
  * version; the caller checks that they are on (Config.columnImages). Never
  * fails the caller, which has already committed the upload: a lost request
  * only means queries read the CSV until the cron asks again (see
- * requestMissingImages).
+ * requestMissingPreparation).
  */
-export async function requestColumnImages(env: Env, item: { datasetId: string; name: string }): Promise<void> {
+export async function requestPreparation(env: Env, item: { datasetId: string; name: string }): Promise<void> {
   try {
     const current = await findDataItem(env.DB, item.datasetId, item.name);
-    if (!current || current.columnImages) return;
-    const message: PrepareMessage = {
-      prepare: { ...item, version: current.version },
-      memoryBudgetBytes: readQueryLimits(env).memoryBudgetBytes,
-    };
+    if (!current || current.columnImages || current.tableStore) return;
+    const message: PrepareMessage = { prepare: { ...item, version: current.version }, ...prepareSettings(env) };
+    // From now on a query that needs the store waits for it rather than trying sql.js first.
+    if (current.rowCount >= message.storeMinRows!)
+      await recordTableStore(env.DB, message.prepare, JSON.stringify({ state: "building" }), "none");
     await env.BUILD_QUEUE.send(message);
   } catch (error) {
     console.error(JSON.stringify({ step: "request column images", item, error: String(error) }));
@@ -98,16 +159,23 @@ export async function requestColumnImages(env: Env, item: { datasetId: string; n
 }
 
 /** The cron's part: versions uploaded before `uploadedBefore` that still have no images are asked for again. */
-export async function requestMissingImages(env: Env, uploadedBefore: string, limit = 20): Promise<number> {
+export async function requestMissingPreparation(env: Env, uploadedBefore: string, limit = 20): Promise<number> {
   if (!columnImagesEnabled(env)) return 0;
   const { results } = await env.DB.prepare(
     `SELECT dataset_id AS datasetId, name, version FROM data_items
-     WHERE column_images IS NULL AND uploaded_at <= ? ORDER BY uploaded_at LIMIT ?`,
+     WHERE column_images IS NULL AND (table_store IS NULL OR json_extract(table_store, '$.state') = 'building')
+       AND uploaded_at <= ? ORDER BY uploaded_at LIMIT ?`,
   )
     .bind(uploadedBefore, limit)
     .all<PrepareMessage["prepare"]>();
-  const { memoryBudgetBytes } = readQueryLimits(env);
+  const settings = prepareSettings(env);
   if (results.length > 0)
-    await env.BUILD_QUEUE.sendBatch(results.map((prepare) => ({ body: { prepare, memoryBudgetBytes } })));
+    await env.BUILD_QUEUE.sendBatch(results.map((prepare) => ({ body: { prepare, ...settings } })));
   return results.length;
+}
+
+/** The settings a preparation needs, from the API Worker's configuration. */
+function prepareSettings(env: Env): Omit<PrepareMessage, "prepare"> {
+  const { memoryBudgetBytes, storeMinRows, maxStoreBytes } = readQueryLimits(env);
+  return { memoryBudgetBytes, storeMinRows, maxStoreBytes };
 }

@@ -41,6 +41,8 @@ export interface QueryRecord {
   bytesLoaded: number | null;
   peakMemoryBytes: number | null;
   timings: QueryTimings | null;
+  /** Which engine ran it: sql.js in the engine Worker, or a data item's table store. */
+  engine?: "sqljs" | "store";
   resultKey: string | null;
   resultColumns: ResultColumn[] | null;
   expiresAt: string | null;
@@ -51,6 +53,7 @@ export interface QueryRecord {
 export type RunOutcome =
   | {
       status: "succeeded";
+      engine?: "sqljs" | "store";
       size: number;
       rowCount: number;
       bytesLoaded: number;
@@ -62,6 +65,7 @@ export type RunOutcome =
     }
   | {
       status: "failed";
+      engine?: "sqljs" | "store";
       message: string;
       bytesLoaded?: number;
       peakMemoryBytes?: number;

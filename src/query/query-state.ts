@@ -116,6 +116,18 @@ export class QueryState extends DurableObject<Env> {
     return this.save(record, message);
   }
 
+  /**
+   * Sets a running query's message and gives it `forMs` more before the
+   * watchdog fails it: the engine waits (for a table store being built), then
+   * re-arms the watchdog with the time limit when the query starts running.
+   */
+  async rearm(message: string, forMs: number): Promise<QueryRecord | null> {
+    const record = await this.load();
+    if (!record || record.status !== "running") return record;
+    await this.ctx.storage.setAlarm(Date.now() + forMs + WATCHDOG_GRACE_MS);
+    return this.save(record, message);
+  }
+
   /** Puts a running query back in the queue after a transient error, for the retry to claim. */
   async requeue(reason: string): Promise<QueryRecord | null> {
     const record = await this.load();
@@ -144,6 +156,7 @@ export class QueryState extends DurableObject<Env> {
         ...record,
         status: "failed",
         startedAt: null,
+        engine: outcome.engine ?? record.engine,
         bytesLoaded: outcome.bytesLoaded ?? record.bytesLoaded,
         peakMemoryBytes: outcome.peakMemoryBytes ?? record.peakMemoryBytes,
         timings: outcome.timings

@@ -1,3 +1,5 @@
+import { TABLE_STORE_KEY_PREFIX } from "./keys";
+
 /** Lists an object as not (or not yet) belonging to anything, to be deleted after `deleteAfter`. */
 export async function markOrphan(db: D1Database, key: string, reason: string, deleteAfter: string): Promise<void> {
   await db
@@ -15,15 +17,27 @@ export async function deleteOrphanNow(db: D1Database, bucket: R2Bucket, key: str
   await db.prepare("DELETE FROM orphan_objects WHERE object_key = ?").bind(key).run();
 }
 
-/** Deletes orphan objects whose time has come, oldest first; returns how many went. */
-export async function sweepOrphans(db: D1Database, bucket: R2Bucket, now: string, limit = 500): Promise<number> {
+/** Empties the table store behind an orphan key `table-store/<object key>`. */
+export type StoreEmptier = (key: string) => Promise<void>;
+
+/** Deletes orphan objects (and empties orphan table stores) whose time has come, oldest first; returns how many went. */
+export async function sweepOrphans(
+  db: D1Database,
+  bucket: R2Bucket,
+  emptyStore: StoreEmptier,
+  now: string,
+  limit = 500,
+): Promise<number> {
   const { results } = await db
     .prepare("SELECT object_key AS key FROM orphan_objects WHERE delete_after <= ? ORDER BY delete_after LIMIT ?")
     .bind(now, limit)
     .all<{ key: string }>();
   if (results.length === 0) return 0;
   const keys = results.map((row) => row.key);
-  await bucket.delete(keys);
+  const stores = keys.filter((key) => key.startsWith(TABLE_STORE_KEY_PREFIX));
+  const objects = keys.filter((key) => !key.startsWith(TABLE_STORE_KEY_PREFIX));
+  for (const key of stores) await emptyStore(key);
+  if (objects.length > 0) await bucket.delete(objects);
   await db.batch(keys.map((key) => db.prepare("DELETE FROM orphan_objects WHERE object_key = ?").bind(key)));
   return keys.length;
 }

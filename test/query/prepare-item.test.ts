@@ -5,7 +5,7 @@ import { readQueryLimits } from "../../src/config";
 import type { DataStorage } from "../../src/client";
 import { runMaintenance } from "../../src/maintenance/scheduled";
 import type { ColumnImages } from "../../src/query/engine/column-images";
-import { requestMissingImages, type PrepareMessage } from "../../src/query/prepare-item";
+import { requestMissingPreparation, type PrepareMessage } from "../../src/query/prepare-item";
 import {
   createDataset,
   dataItemRow,
@@ -529,7 +529,7 @@ describe("asking again from the cron", () => {
     const uploadedAt = (await storageOf(waiting)).UploadedAt;
     const requested = (cutoff: string) => {
       queue.sent.splice(0);
-      return requestMissingImages({ ...env, ...IMAGES_ON, BUILD_QUEUE: queue }, cutoff, 10_000);
+      return requestMissingPreparation({ ...env, ...IMAGES_ON, BUILD_QUEUE: queue }, cutoff, 10_000);
     };
     const prepareOf = async (item: Item): Promise<PrepareMessage> => ({
       prepare: {
@@ -548,7 +548,7 @@ describe("asking again from the cron", () => {
     await requested("2999-01-01T00:00:00Z");
     expect(queue.sent).not.toContainEqual(await prepareOf(built));
     expect(
-      await requestMissingImages({ ...env, COLUMN_IMAGES: "off", BUILD_QUEUE: queue }, "2999-01-01T00:00:00Z"),
+      await requestMissingPreparation({ ...env, COLUMN_IMAGES: "off", BUILD_QUEUE: queue }, "2999-01-01T00:00:00Z"),
     ).toBe(0);
   });
 

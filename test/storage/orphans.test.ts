@@ -1,5 +1,6 @@
 import { env } from "cloudflare:workers";
 import { beforeEach, describe, expect, it } from "vitest";
+import { storeEmptier } from "../../src/query/store/store-state";
 import { deleteOrphanNow, markOrphan, sweepOrphans } from "../../src/storage/orphans";
 import { orphansUnder, uniqueName } from "../support/catalog";
 
@@ -43,7 +44,7 @@ describe("sweepOrphans", () => {
     await markOrphan(env.DB, alsoDue, "dataset deleted", NOW);
     await markOrphan(env.DB, notYet, "replaced by a new version", FUTURE);
 
-    expect(await sweepOrphans(env.DB, env.BUCKET, NOW)).toBe(2);
+    expect(await sweepOrphans(env.DB, env.BUCKET, storeEmptier(env), NOW)).toBe(2);
 
     expect(await env.BUCKET.head(due)).toBeNull();
     expect(await env.BUCKET.head(alsoDue)).toBeNull();
@@ -57,20 +58,20 @@ describe("sweepOrphans", () => {
     await markOrphan(env.DB, newer, "dataset deleted", PAST);
     await markOrphan(env.DB, older, "dataset deleted", LONG_AGO);
 
-    expect(await sweepOrphans(env.DB, env.BUCKET, NOW, 1)).toBe(1);
+    expect(await sweepOrphans(env.DB, env.BUCKET, storeEmptier(env), NOW, 1)).toBe(1);
 
     expect(await env.BUCKET.head(older)).toBeNull();
     expect(await env.BUCKET.head(newer)).not.toBeNull();
-    expect(await sweepOrphans(env.DB, env.BUCKET, NOW, 1)).toBe(1);
+    expect(await sweepOrphans(env.DB, env.BUCKET, storeEmptier(env), NOW, 1)).toBe(1);
     expect(await env.BUCKET.head(newer)).toBeNull();
-    expect(await sweepOrphans(env.DB, env.BUCKET, NOW, 1)).toBe(0);
+    expect(await sweepOrphans(env.DB, env.BUCKET, storeEmptier(env), NOW, 1)).toBe(0);
   });
 
   it("should forget an orphan whose object is already gone", async () => {
     const key = `${prefix}never-written`;
     await markOrphan(env.DB, key, "upload in progress", PAST);
 
-    expect(await sweepOrphans(env.DB, env.BUCKET, NOW)).toBe(1);
+    expect(await sweepOrphans(env.DB, env.BUCKET, storeEmptier(env), NOW)).toBe(1);
 
     expect(await orphansUnder(prefix)).toEqual([]);
   });

@@ -3,7 +3,10 @@ import { readQueryLimits, type QueryLimits } from "../../src/config";
 import type { StoredDataSchema } from "../../src/ingest/data-schema";
 import type { DataTypeName } from "../../src/ingest/value-types";
 import { buildColumnImages } from "../../src/query/engine/build-images";
-import { readStoredCsv } from "../../src/query/engine/load-table";
+import { readStoredCsv } from "../../src/query/stored-csv";
+import { tableStoreStub } from "../../src/query/store/store-state";
+import { tableLayout } from "../../src/query/table-layout";
+import { randomToken } from "../../src/util/crypto";
 import { IMAGE_FORMAT, VALUES_PER_RECORD, type ColumnImages } from "../../src/query/engine/column-images";
 import {
   runQuery,
@@ -13,6 +16,7 @@ import {
   type ResultTarget,
   type RunControl,
 } from "../../src/query/engine/run-query";
+import type { StoreQuery, StoreQueryOutcome } from "../../src/query/store/table-store";
 
 /** A data item held in memory: its columns (name and type) and its stored bytes. */
 export interface MemoryItem {
@@ -39,8 +43,12 @@ export function storedSchema(item: MemoryItem): StoredDataSchema {
   };
 }
 
-/** Where a MemorySource's queries read from: the CSV, or column images built from it (as the queue would). */
-export type SourceMode = "csv" | "images";
+/**
+ * Where a MemorySource's queries read from: the CSV, column images built
+ * from it (as the queue would), or a table store (a real TableStore
+ * Durable Object, filled from the CSV put in R2).
+ */
+export type SourceMode = "csv" | "images" | "store";
 
 /**
  * A QuerySource over data items in memory, keyed `account.dataset.data`,
@@ -54,6 +62,9 @@ export class MemorySource implements QuerySource {
   readonly imagesFetched: string[] = [];
   readonly images = new Map<string, Uint8Array>();
   private readonly built = new Map<string, ColumnImages>();
+  /** Where this source's items are put in R2 for their table stores. */
+  private readonly prefix = `test-store/${randomToken(8)}/`;
+  private readonly stored = new Map<string, number>();
 
   constructor(
     private readonly items: Record<string, MemoryItem>,
@@ -65,8 +76,43 @@ export class MemorySource implements QuerySource {
     this.found.push(key);
     const item = this.items[key];
     if (!item) return null;
-    const schema = storedSchema(item);
-    return { objectKey: key, schema, images: this.mode === "images" ? await this.build(key, item) : null };
+    const layout = tableLayout(storedSchema(item));
+    const bytes = typeof item.data === "string" ? new TextEncoder().encode(item.data).byteLength : item.data.byteLength;
+    if (this.mode === "store") {
+      const rows = await this.store(key, item);
+      return {
+        objectKey: this.prefix + key,
+        layout,
+        rows,
+        bytes,
+        images: null,
+        store: { state: "ready", rows, bytes },
+      };
+    }
+    const images = this.mode === "images" ? await this.build(key, item) : null;
+    const rows = images?.rows ?? (await countRows(this.stream(key)!, storedSchema(item)));
+    return { objectKey: key, layout, rows, bytes, images, store: null };
+  }
+
+  async queryStore(objectKey: string, request: StoreQuery): Promise<StoreQueryOutcome> {
+    this.opened.push(`store:${objectKey.slice(this.prefix.length)}`);
+    return tableStoreStub(env, objectKey).query(request);
+  }
+
+  /** Puts the item in R2 and builds its table store, once; its row count. */
+  private async store(key: string, item: MemoryItem): Promise<number> {
+    const done = this.stored.get(key);
+    if (done !== undefined) return done;
+    const objectKey = this.prefix + key;
+    await env.BUCKET.put(objectKey, typeof item.data === "string" ? new TextEncoder().encode(item.data) : item.data);
+    const rows = await countRows(this.stream(key)!, storedSchema(item));
+    const built = await tableStoreStub(env, objectKey).build(
+      { objectKey, layout: tableLayout(storedSchema(item)), rows, name: key },
+      limitsWith().maxStoreBytes,
+    );
+    if (!built.ok) throw new Error(`building the table store of ${key} failed: ${built.message}`);
+    this.stored.set(key, rows);
+    return rows;
   }
 
   async open(item: LoadableItem): Promise<ReadableStream<Uint8Array> | null> {
@@ -93,7 +139,7 @@ export class MemorySource implements QuerySource {
     const bytes = typeof item.data === "string" ? new TextEncoder().encode(item.data).byteLength : item.data.byteLength;
     const rows = await countRows(this.stream(key)!, schema);
     const outcome = await buildColumnImages(
-      schema,
+      tableLayout(schema),
       { rows, bytes, name: key },
       {
         open: async () => this.stream(key),
@@ -117,7 +163,7 @@ export class MemorySource implements QuerySource {
 async function countRows(stream: ReadableStream<Uint8Array>, schema: StoredDataSchema): Promise<number> {
   const counted = await readStoredCsv(
     stream,
-    { name: "count", options: schema.DataSpecification.DataOptions },
+    { name: "count", layout: tableLayout(schema) },
     () => null,
     () => undefined,
   );
@@ -168,6 +214,10 @@ export class MemoryControl implements RunControl {
   async progress(message: string): Promise<void> {
     this.messages.push(message);
   }
+
+  async wait(message: string): Promise<void> {
+    this.messages.push(message);
+  }
 }
 
 /** The deployment's query limits with some changed. */
@@ -200,12 +250,20 @@ export async function runEngine(
   const source = new MemorySource(items, options.mode);
   const target = options.target ?? new MemoryTarget();
   const control = options.control ?? new MemoryControl();
+  const resultKey = `results/test-${randomToken(8)}.csv`;
   const outcome = await runQuery(
     sql,
-    { source: options.source ?? source, target, control },
+    { source: options.source ?? source, target, control, queryId: `test-${randomToken(8)}`, resultKey },
     limitsWith(options.limits),
     options.clock,
   );
+  // A table store writes the result to R2 itself.
+  if (outcome.engine === "store") {
+    const stored = await env.BUCKET.get(resultKey);
+    const csv = stored ? await stored.text() : "";
+    await env.BUCKET.delete(resultKey);
+    return { outcome, csv, target, source, control };
+  }
   return { outcome, csv: target.text(), target, source, control };
 }
 

@@ -2,7 +2,7 @@ import type { WorkMessage } from "../../src/query/consumer";
 import api from "../../src/index";
 import engine from "../../src/engine";
 
-export { QueryState, UserQueries } from "../../src/index";
+export { QueryState, TableStore, UserQueries } from "../../src/index";
 
 // One Worker for the tests: the API's fetch and cron with the engine's queue consumers, as `npm run dev` runs
 // the two side by side (the queue's consumer settings are the engine's, given in vitest.config.ts).

@@ -4,6 +4,7 @@ import { deleteDataItem, ORPHAN_GRACE_SECONDS } from "../../catalog/datasets";
 import { loadKeys } from "../../auth/keys";
 import type { StoredDataSchema } from "../../ingest/data-schema";
 import { parseColumnImages } from "../../query/engine/column-images";
+import { parseTableStoreState } from "../../query/store/store-state";
 import { downloadLocation } from "../../storage/download-location";
 import { isoSeconds, nowSeconds } from "../../util/time";
 import { notFound } from "../errors";
@@ -122,17 +123,32 @@ dataRoutes.openapi(
     const { item } = found;
     const columns = (JSON.parse(item.schema) as StoredDataSchema).TableDefinition.Columns.length;
     const images = parseColumnImages(item.columnImages, columns);
+    const store = parseTableStoreState(item.tableStore);
+    const ready = images !== null || store?.state === "ready";
+    const message = ready
+      ? "OK: query-ready"
+      : store?.state === "building"
+        ? "OK: table store being built"
+        : store?.state === "failed"
+          ? "OK: the table store could not be built; queries read the CSV"
+          : "OK: column images not built yet";
     return c.json(
       {
-        ...envelope(200, images ? "OK: query-ready" : "OK: column images not built yet"),
+        ...envelope(200, message),
         Data: {
           Version: item.version,
           Size: item.size,
           RowCount: item.rowCount,
           DeliveryType: item.deliveryType,
           UploadedAt: item.uploadedAt,
-          QueryReady: images !== null,
+          QueryReady: ready,
           ColumnImageBytes: images ? images.columns.map((column) => column.bytes) : null,
+          TableStore: store && {
+            State: store.state,
+            Rows: store.state === "ready" ? store.rows : null,
+            Bytes: store.state === "ready" ? store.bytes : null,
+            Message: store.state === "failed" ? store.message : null,
+          },
         },
       },
       200,

@@ -1,6 +1,6 @@
 import { createRoute, z } from "@hono/zod-openapi";
 import { uploadDataItem } from "../../catalog/upload";
-import { requestColumnImages } from "../../query/prepare-item";
+import { requestPreparation } from "../../query/prepare-item";
 import type { AppContext } from "../context";
 import { ApiError } from "../errors";
 import { datasetFor, validateNamesForWrite } from "../guards";
@@ -64,7 +64,7 @@ uploadRoute.post("/data/:AccountName/:DatasetName/:DataName", requireAuth, async
   );
   if (!outcome.ok) throw new ApiError(outcome.status, outcome.message);
   // The query-ready form is built in the background; until it exists, queries read the CSV.
-  if (c.get("config").columnImages) await requestColumnImages(c.env, { datasetId: dataset.id, name: DataName! });
+  if (c.get("config").columnImages) await requestPreparation(c.env, { datasetId: dataset.id, name: DataName! });
   return c.json(
     envelope(
       200,

@@ -1,8 +1,10 @@
 import type { Database } from "sql.js";
 import { databaseFileName, type SqliteInstance } from "../sqlite";
 import { createImageView, type AttachedColumn, type ColumnImages } from "./column-images";
-import { quoteIdentifier, type TableToLoad } from "./load-table";
-import { RunGuard, Stop, transient, type RunControl } from "./run-guard";
+import { quoteIdentifier } from "../table-layout";
+import type { TableToLoad } from "./load-table";
+import { Stop, transient } from "../run-limits";
+import type { RunControl, RunGuard } from "./run-guard";
 
 /** The column images one query attached: each its own sql.js database, read through a view per table. */
 export class AttachedImages {
@@ -22,9 +24,9 @@ export class AttachedImages {
    */
   async attach(target: Database, table: TableToLoad, recorded: ColumnImages, dataName: string): Promise<void> {
     const { guard } = this;
-    const all = table.schema.TableDefinition.Columns;
+    const all = table.layout.columns;
     const wanted = all.flatMap((column, index) =>
-      !table.columns || table.columns.has(column.Name.toLowerCase()) ? [index] : [],
+      !table.columns || table.columns.has(column.name.toLowerCase()) ? [index] : [],
     );
     // A query that names no column still needs the rows: the smallest image supplies them.
     const smallest = recorded.columns.reduce(
@@ -48,7 +50,7 @@ export class AttachedImages {
       guard.imageBytes += bytes.byteLength;
       guard.stats.bytesLoaded += bytes.byteLength;
       target.run(`ATTACH '${databaseFileName(image)}' AS ${quoteIdentifier(schema)}`);
-      if (wanted.length > 0) attached.push({ name: all[index]!.Name, type: all[index]!.DataType.DataType, schema });
+      if (wanted.length > 0) attached.push({ name: all[index]!.name, type: all[index]!.type, schema });
       guard.measure(target);
     }
     createImageView(target, table.name, attached, `${table.name}_c${fetch[0]}`, recorded.rows);

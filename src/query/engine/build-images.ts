@@ -1,7 +1,8 @@
-import type { StoredDataSchema } from "../../ingest/data-schema";
 import { retireIfGrown, sqliteInstanceFor, type SqliteInstance } from "../sqlite";
 import { ColumnImageBuilder, estimateImageBytes, planPasses } from "./column-images";
-import { readStoredCsv, TransientError } from "./load-table";
+import { TransientError } from "../run-limits";
+import { readStoredCsv } from "../stored-csv";
+import type { TableLayout } from "../table-layout";
 
 /** Where a build reads the stored CSV from and puts each finished image. */
 export interface ImageBuildIo {
@@ -24,14 +25,14 @@ export type ImageBuildOutcome = { ok: true; bytes: number[]; passes: number } | 
  * retires its SQLite instance.
  */
 export async function buildColumnImages(
-  schema: StoredDataSchema,
+  layout: TableLayout,
   file: { rows: number; bytes: number; name: string },
   io: ImageBuildIo,
   memoryBudgetBytes: number,
 ): Promise<ImageBuildOutcome> {
   const instance = await sqliteInstanceFor(memoryBudgetBytes);
   try {
-    return await build(instance, schema, file, io, memoryBudgetBytes);
+    return await build(instance, layout, file, io, memoryBudgetBytes);
   } finally {
     retireIfGrown(instance, memoryBudgetBytes / 4);
   }
@@ -39,15 +40,15 @@ export async function buildColumnImages(
 
 async function build(
   instance: SqliteInstance,
-  schema: StoredDataSchema,
+  layout: TableLayout,
   file: { rows: number; bytes: number; name: string },
   io: ImageBuildIo,
   memoryBudgetBytes: number,
 ): Promise<ImageBuildOutcome> {
   const { sql } = instance;
-  const columns = schema.TableDefinition.Columns;
+  const columns = layout.columns;
   const passBudget = Math.max(8 << 20, (memoryBudgetBytes - instance.heapBytes()) * 0.7);
-  const pending = planPasses(estimateImageBytes(schema, file.bytes, file.rows), passBudget);
+  const pending = planPasses(estimateImageBytes(layout, file.bytes, file.rows), passBudget);
   const bytes: number[] = new Array(columns.length).fill(0);
   let passes = 0;
 
@@ -57,7 +58,7 @@ async function build(
       throw new TransientError(`opening ${file.name} failed: ${String(error)}`);
     });
     if (!stream) return { ok: false, message: `the stored file of ${file.name} is gone` };
-    const builders = pass.map((index) => new ColumnImageBuilder(sql, columns[index]!.DataType.DataType));
+    const builders = pass.map((index) => new ColumnImageBuilder(sql, columns[index]!.type));
     // builders[0 … next-1] are finished (closed); the rest are discarded if the pass ends early.
     let next = 0;
     let overBudget = false;
@@ -70,7 +71,7 @@ async function build(
       const current = pass;
       const read = await readStoredCsv(
         stream,
-        { name: file.name, options: schema.DataSpecification.DataOptions },
+        { name: file.name, layout },
         () => {
           const now = held();
           if (now <= memoryBudgetBytes) return null;

@@ -1,7 +1,6 @@
 import type { Database, SqlJsStatic } from "sql.js";
-import type { StoredDataSchema } from "../../ingest/data-schema";
 import { toSqlValue, type DataTypeName } from "../../ingest/value-types";
-import { quoteIdentifier, SQLITE_TYPE } from "./load-table";
+import { quoteIdentifier, SQLITE_TYPE, type TableLayout } from "../table-layout";
 
 /**
  * The query-ready form of a data item (issue 6): next to the raw CSV, which
@@ -166,15 +165,15 @@ export function createImageView(
 }
 
 /** Estimated bytes of each column's image, from the file's size and the columns' types, to plan build passes. */
-export function estimateImageBytes(schema: StoredDataSchema, csvBytes: number, rows: number): number[] {
-  const columns = schema.TableDefinition.Columns;
+export function estimateImageBytes(layout: TableLayout, csvBytes: number, rows: number): number[] {
+  const columns = layout.columns;
   const fixed: Partial<Record<DataTypeName, number>> = { INTEGER: 9, DOUBLE: 9, BOOLEAN: 2, DATE: 11 };
   const perRow = rows > 0 ? csvBytes / rows : 0;
-  const fixedTotal = columns.reduce((sum, c) => sum + (fixed[c.DataType.DataType] ?? 0), 0);
-  const flexible = columns.filter((c) => fixed[c.DataType.DataType] === undefined).length;
+  const fixedTotal = columns.reduce((sum, c) => sum + (fixed[c.type] ?? 0), 0);
+  const flexible = columns.filter((c) => fixed[c.type] === undefined).length;
   const flexibleWidth = flexible > 0 ? Math.max(8, (perRow - fixedTotal) / flexible) : 0;
   // Record overhead per value (about 8 bytes per record of 16) and page slack.
-  return columns.map((c) => Math.ceil(rows * ((fixed[c.DataType.DataType] ?? flexibleWidth) + 1) * 1.1));
+  return columns.map((c) => Math.ceil(rows * ((fixed[c.type] ?? flexibleWidth) + 1) * 1.1));
 }
 
 /** Groups column indexes into passes whose estimated images fit `budget` together (each pass reads the file once). */

@@ -1,12 +1,14 @@
 import type { Database } from "sql.js";
 import type { QueryLimits } from "../../config";
 import type { SqliteInstance } from "../sqlite";
-import { TransientError } from "./load-table";
+import { limitStops, Stop } from "../run-limits";
 
 /** How the runner learns it should stop, and tells what it is doing. */
 export interface RunControl {
   cancelled(): Promise<boolean>;
   progress(message: string): Promise<void>;
+  /** Says the run waits (or, done waiting, runs), and that it needs `forMs` more before the watchdog fails it. */
+  wait(message: string, forMs: number): Promise<void>;
 }
 
 export interface RunStats {
@@ -34,16 +36,6 @@ const CANCEL_CHECK_STEPS = VM_STEPS_PER_SECOND;
 /** The longest value (string, blob, row) a query may make: room for the longest CSV row in UTF-8, four times over. */
 export const MAX_VALUE_BYTES = 32 << 20;
 
-/** Ends a query with a message for its owner (cancelled: by the owner). */
-export class Stop extends Error {
-  constructor(
-    message: string,
-    readonly cancelled = false,
-  ) {
-    super(message);
-  }
-}
-
 /**
  * One run's limits as they are spent: time (the clock, and virtual-machine
  * steps counted inside statements), memory (the WebAssembly heap plus the
@@ -57,6 +49,8 @@ export class RunGuard {
   imageBytes = 0;
   /** True until the data is loaded: a time limit reached meanwhile says "while loading". */
   loading = true;
+  /** When the run started, by its clock. */
+  readonly startedAt: number;
   private readonly deadline: number;
   private readonly stepBudget: number;
   private stepsAtYield = 0;
@@ -75,21 +69,18 @@ export class RunGuard {
     readonly stats: RunStats,
   ) {
     const started = clock();
+    this.startedAt = started;
     this.deadline = started + limits.timeLimitMs;
     this.lastCancelCheck = started;
     this.stepBudget = (limits.timeLimitMs / 1000) * VM_STEPS_PER_SECOND;
   }
 
   overTimeLimit(during = ""): Stop {
-    return new Stop(
-      `Failed: the query ran longer than the time limit of ${this.limits.timeLimitMs / 1000} s (QUERY_TIME_LIMIT_SECONDS)${during}.`,
-    );
+    return limitStops.time(this.limits, during);
   }
 
   overLoadLimit(): Stop {
-    return new Stop(
-      `Failed: the query would load more than the limit of ${this.limits.maxLoadBytes} bytes (QUERY_MAX_LOAD_BYTES). Query fewer or smaller data items.`,
-    );
+    return limitStops.load(this.limits);
   }
 
   overBudget(bytes: number): Stop {
@@ -142,7 +133,7 @@ export class RunGuard {
     if (now - this.lastCancelCheck >= CANCEL_CHECK_MS || this.steps - this.stepsAtCancelCheck >= CANCEL_CHECK_STEPS) {
       this.lastCancelCheck = now;
       this.stepsAtCancelCheck = this.steps;
-      if (await this.control.cancelled()) throw new Stop("Cancelled by its owner.", true);
+      if (await this.control.cancelled()) throw limitStops.cancelled();
     }
     this.measure(db);
     // Give other requests of this isolate (and the clock) a turn.
@@ -182,14 +173,4 @@ export function databaseFileBytes(db: Database | null): number {
   const pages = Number(result[0]?.values[0]?.[0] ?? 0);
   const size = Number(result[1]?.values[0]?.[0] ?? 0);
   return pages * size;
-}
-
-/** Runs a storage call; its failure is transient (the consumer retries the query). */
-export async function transient<T>(what: string, run: () => Promise<T>): Promise<T> {
-  try {
-    return await run();
-  } catch (error) {
-    if (error instanceof TransientError) throw error;
-    throw new TransientError(`${what} failed: ${String(error)}`);
-  }
 }

@@ -1,40 +1,37 @@
 import type { Database } from "sql.js";
 import type { QueryLimits } from "../../config";
-import type { StoredDataSchema } from "../../ingest/data-schema";
 import type { ResultColumn } from "../query-record";
+import type { ResultTarget } from "../result/writer";
+import { Stop, transient, TransientError } from "../run-limits";
 import { checkReadOnly } from "../sql/read-only";
+import { internalTableName } from "../sql/internal-names";
 import { columnsUsed, rewriteTableNames, type DataItemReference } from "../sql/table-names";
 import { tokenize, type Token } from "../sql/tokenizer";
-import { retireIfGrown, sqliteInstanceFor } from "../sqlite";
+import { retireIfGrown, sqliteInstanceFor, type SqliteInstance } from "../sqlite";
 import { guardStatements } from "../sqlite-guard";
+import type { StoreQuery, StoreQueryOutcome } from "../store/table-store";
 import { AttachedImages } from "./attach-images";
-import { createSlotsTable, type ColumnImages } from "./column-images";
-import { executeStatement, type ResultTarget } from "./execute-statement";
-import { createTable, loadTable, TransientError, type TableToLoad } from "./load-table";
-import {
-  MAX_VALUE_BYTES,
-  PROGRESS_EVERY_STEPS,
-  RunGuard,
-  Stop,
-  transient,
-  type RunControl,
-  type RunStats,
-} from "./run-guard";
+import { createSlotsTable } from "./column-images";
+import { executeStatement } from "./execute-statement";
+import { createTable, loadTable, type TableToLoad } from "./load-table";
+import { chooseEngine, type EngineChoice, type PlannedItem, type UsedColumns } from "./plan";
+import { MAX_VALUE_BYTES, PROGRESS_EVERY_STEPS, RunGuard, type RunControl, type RunStats } from "./run-guard";
 
-export type { ResultTarget } from "./execute-statement";
+export type { ResultTarget } from "../result/writer";
 export { MAX_VALUE_BYTES, VM_STEPS_PER_SECOND, type RunControl, type RunStats } from "./run-guard";
 
-/** A data item the engine may load: where its bytes are, how they are laid out, and its column images if built. */
-export interface LoadableItem {
+/** A data item the engine may read: where its bytes are, catalog figures, its column images and its table store. */
+export interface LoadableItem extends PlannedItem {
   objectKey: string;
-  schema: StoredDataSchema;
-  images: ColumnImages | null;
 }
 
 /** sql.js attaches at most this many databases to one connection (SQLite's default SQLITE_MAX_ATTACHED). */
 const MAX_ATTACHED = 10;
+/** How long a query waits for a table store being built, and how often it looks again. */
+const STORE_WAIT_MS = 15 * 60_000;
+const STORE_POLL_MS = 2_000;
 
-/** Where the engine reads data items from: the catalog (with its visibility rule) and storage. */
+/** Where the engine reads data items from: the catalog (with its visibility rule), storage and table stores. */
 export interface QuerySource {
   /** The data item behind a three-part name, or null when it does not exist or the query's owner may not read it. */
   find(reference: DataItemReference): Promise<LoadableItem | null>;
@@ -42,32 +39,52 @@ export interface QuerySource {
   open(item: LoadableItem): Promise<ReadableStream<Uint8Array> | null>;
   /** One column image, whole; null when it is gone (the version was replaced and swept meanwhile). */
   openImage(key: string): Promise<Uint8Array | null>;
+  /** Runs a query in the table store of the version stored under `objectKey`. */
+  queryStore(objectKey: string, request: StoreQuery): Promise<StoreQueryOutcome>;
 }
 
-export type EngineOutcome =
-  | ({ ok: true; rowCount: number; size: number; columns: ResultColumn[] } & RunStats)
-  | ({ ok: false; cancelled: boolean; message: string } & RunStats);
+export type Engine = "sqljs" | "store";
 
-type Io = { source: QuerySource; target: ResultTarget; control: RunControl };
+export type EngineOutcome = { engine: Engine } & (
+  | ({ ok: true; rowCount: number; size: number; columns: ResultColumn[] } & RunStats)
+  | ({ ok: false; cancelled: boolean; message: string } & RunStats)
+);
+
+/** What one run talks to; `queryId` and `resultKey` are passed on to a table store. */
+type Io = { source: QuerySource; target: ResultTarget; control: RunControl; queryId: string; resultKey: string };
 
 /** The data items a query names, found in the catalog, in the order of its references. */
-type Resolved = { sql: string; references: (DataItemReference & { alias: string })[]; items: LoadableItem[] };
-
-/** How each named item gets into the database: its table (with the columns the query uses) and whence it loads. */
-interface Plan {
+type Resolved = {
+  /** The query as its owner wrote it. */
+  original: string;
+  sql: string;
+  references: (DataItemReference & { alias: string })[];
+  items: LoadableItem[];
   tokens: Token[] | null;
-  tables: { table: TableToLoad; fromImages: boolean }[];
+  used: UsedColumns;
+};
+
+/** One run's shared parts: its limits, stats, guard and database on the empty (or loaded) tables. */
+interface Run {
+  io: Io;
+  limits: QueryLimits;
+  clock: () => number;
+  stats: RunStats;
+  guard: RunGuard;
+  db: Database;
+  resolved: Resolved;
+  tables: TableToLoad[];
 }
 
 /**
- * Runs one query in phases: resolve its data item names through `source`,
- * plan (which columns, from column images or the CSV), refuse anything but
- * one read-only statement on the empty tables, load, then step the result
- * row by row into `target`. Every limit stops it with a message naming it;
- * time (as work done) and memory are checked inside a statement too
- * (sqlite-guard.ts), cancellation between rows. The database is always
- * closed, and an instance whose heap the query grew by more than a quarter
- * of the budget is retired, so the next query starts on a clean heap.
+ * Runs one query in phases: resolve its data item names through `source`;
+ * plan which engine runs it from catalog figures (waiting while a table
+ * store it needs is built); check it is one read-only statement on the
+ * empty tables; then either load the tables into sql.js and execute there,
+ * or hand it to the table store. Both write through the same result writer.
+ * Every limit stops it with a message naming it. The sql.js database is
+ * always closed, and an instance whose heap the query grew by more than a
+ * quarter of the budget is retired.
  */
 export async function runQuery(
   sql: string,
@@ -76,52 +93,60 @@ export async function runQuery(
   clock: () => number = Date.now,
 ): Promise<EngineOutcome> {
   const stats: RunStats = { bytesLoaded: 0, peakMemoryBytes: 0, loadMs: 0, executeMs: 0, writeMs: 0 };
+  let engine: Engine = "sqljs";
+  const failed = (message: string, cancelled = false): EngineOutcome => ({
+    engine,
+    ok: false,
+    cancelled,
+    message,
+    ...stats,
+  });
+  const resolved = await resolve(sql, io.source);
+  if (!resolved.ok) return failed(resolved.message);
+  const planned = await plan(resolved, io, limits);
+  if (!planned.ok) return failed(planned.message, planned.cancelled);
+  engine = planned.choice.engine === "store" ? "store" : "sqljs";
   const instance = await sqliteInstanceFor(limits.memoryBudgetBytes);
   const guard = new RunGuard(instance, limits, clock, io.control, stats);
-  const images = new AttachedImages(instance, guard, (key) => io.source.openImage(key), io.control);
-  const failed = (message: string, cancelled = false): EngineOutcome => ({ ok: false, cancelled, message, ...stats });
-  let db: Database | null = null;
-  let unguard: (() => void) | null = null;
-  let targetOpen = false;
-  // Messages speak of the data items as the user named them, not of the internal tables.
-  let userFacing = (message: string) => message;
+  const userFacing = namingAsTheUserDid(planned.resolved.references);
+  const db = new instance.sql.Database();
+  const unguard = guardStatements(instance, db, {
+    maxValueBytes: MAX_VALUE_BYTES,
+    everySteps: PROGRESS_EVERY_STEPS,
+    onProgress: guard.onProgress,
+  });
+  const run: Run = { io, limits, clock, stats, guard, db, resolved: planned.resolved, tables: [] };
   try {
-    const resolved = await resolve(sql, io.source);
-    if (!resolved.ok) return failed(resolved.message);
-    userFacing = namingAsTheUserDid(resolved.references);
-    db = new instance.sql.Database();
-    unguard = guardStatements(instance, db, {
-      maxValueBytes: MAX_VALUE_BYTES,
-      everySteps: PROGRESS_EVERY_STEPS,
-      onProgress: guard.onProgress,
-    });
-    const plan = planTables(resolved);
-    const created = plan.tables.map(({ table }) => createTable(db!, table));
+    run.tables = planned.resolved.references.map((reference, i) => ({
+      name: reference.alias,
+      layout: planned.resolved.items[i]!.layout,
+      columns: planned.resolved.used[i]!,
+    }));
+    const created = run.tables.map((table) => createTable(db, table));
     // Checked on the empty tables, before anything is loaded: a refused query costs nothing.
-    const readOnly = checkReadOnly(db, resolved.sql);
+    const readOnly = checkReadOnly(db, planned.resolved.sql);
     if (!readOnly.ok) return failed(userFacing(`Failed: ${readOnly.message}.`));
-    await load(db, resolved, plan, created, { guard, images, io });
-    await io.control.progress("Running: executing the query.");
-    const executeStarted = clock();
-    guard.measure(db);
-    const result = await executeStatement(db, resolved.sql, io.target, guard, () => (targetOpen = true));
-    stats.executeMs = clock() - executeStarted - result.writeMs;
-    stats.writeMs = result.writeMs;
-    return { ok: true, rowCount: result.rowCount, size: result.size, columns: result.columns, ...stats };
+    const outcome =
+      planned.choice.engine === "store"
+        ? await runInStore(run, planned.choice.host)
+        : await runInSqlJs(run, instance, created);
+    return outcome.ok ? { engine, ...outcome, ...stats } : failed(userFacing(outcome.message), outcome.cancelled);
   } catch (caught) {
-    if (targetOpen) await io.target.abort();
     const error = caught instanceof TransientError ? caught : (guard.limitReached(caught) ?? caught);
     if (error instanceof Stop) return failed(userFacing(error.message), error.cancelled);
     if (error instanceof TransientError) throw error;
     // SQLite's own errors (too many columns, out of memory, …) and anything unforeseen end the query for good.
     return failed(userFacing(`Failed: ${error instanceof Error ? error.message : String(error)}.`));
   } finally {
-    unguard?.();
-    db?.close();
-    images.close();
+    unguard();
+    db.close();
     retireIfGrown(instance, limits.memoryBudgetBytes / 4);
   }
 }
+
+type PhaseOutcome =
+  | { ok: true; rowCount: number; size: number; columns: ResultColumn[] }
+  | { ok: false; cancelled: boolean; message: string };
 
 /** Rewrites the data item names to internal tables and finds each item; a missing or unreadable one fails. */
 async function resolve(
@@ -136,64 +161,133 @@ async function resolve(
     if (!item)
       return {
         ok: false,
-        message: `Failed: table ${reference.account}.${reference.dataset}.${reference.data} does not exist, or you may not read it.`,
+        message: `Failed: table ${nameOf(reference)} does not exist, or you may not read it.`,
       };
     items.push(item);
   }
-  return { ok: true, sql: names.sql, references: names.tables, items };
+  const tokens = tokenize(names.sql);
+  const internal = tokens.ok ? internalTableName(tokens.tokens) : null;
+  if (internal)
+    return {
+      ok: false,
+      message: `Failed: ${internal} is not a data item; a query reads only the data items it names (account.dataset.data).`,
+    };
+  const tableColumns = new Map(
+    names.tables.map((reference, i) => [reference.alias, items[i]!.layout.columns.map((c) => c.name)]),
+  );
+  const selections = tokens.ok ? columnsUsed(tokens.tokens, tableColumns) : new Map();
+  const used = names.tables.map((reference) => {
+    const selection = selections.get(reference.alias) ?? "all";
+    return selection === "all" ? null : new Set([...selection].map((name: string) => name.toLowerCase()));
+  });
+  return {
+    ok: true,
+    original: sql,
+    sql: names.sql,
+    references: names.tables,
+    items,
+    tokens: tokens.ok ? tokens.tokens : null,
+    used,
+  };
+}
+
+/**
+ * Chooses the engine (plan.ts). While a table store the query needs is
+ * being built, it waits, saying so in its status, and looks again.
+ */
+async function plan(
+  resolved: Resolved,
+  io: Io,
+  limits: QueryLimits,
+): Promise<
+  { ok: true; resolved: Resolved; choice: EngineChoice } | { ok: false; message: string; cancelled: boolean }
+> {
+  const waitUntil = Date.now() + STORE_WAIT_MS;
+  for (let current = resolved; ;) {
+    const choice = chooseEngine(current.items, current.used, limits);
+    if (choice.engine !== "wait") {
+      if (current !== resolved) await io.control.wait("Running: the table store is ready.", limits.timeLimitMs);
+      return { ok: true, resolved: current, choice };
+    }
+    const name = nameOf(current.references[choice.for]!);
+    if (Date.now() > waitUntil)
+      return {
+        ok: false,
+        cancelled: false,
+        message: `Failed: the table store of ${name} was not ready after ${STORE_WAIT_MS / 60_000} minutes; submit the query again later.`,
+      };
+    await io.control.wait(
+      `Waiting: the table store of ${name} (${current.items[choice.for]!.rows} rows) is being built; the query runs when it is ready.`,
+      waitUntil - Date.now(),
+    );
+    await new Promise((resolve) => setTimeout(resolve, STORE_POLL_MS));
+    if (await io.control.cancelled()) return { ok: false, cancelled: true, message: "Cancelled by its owner." };
+    const again = await resolve(resolved.original, io.source);
+    if (!again.ok) return { ok: false, cancelled: false, message: again.message };
+    current = again;
+  }
+}
+
+function nameOf(reference: DataItemReference): string {
+  return `${reference.account}.${reference.dataset}.${reference.data}`;
 }
 
 /** Turns internal table names in a message back into the three-part names the user wrote. */
 function namingAsTheUserDid(references: Resolved["references"]): (message: string) => string {
-  const names = references.map((t) => ({ alias: t.alias, name: `${t.account}.${t.dataset}.${t.data}` }));
+  const names = references.map((t) => ({ alias: t.alias, name: nameOf(t) }));
   return (message) =>
     names.reduce((text, { alias, name }) => text.replace(new RegExp(`\\b${alias}\\b`, "g"), name), message);
 }
 
-/**
- * Decides, before anything is loaded, which columns of each item the query
- * uses, and whether they come from column images (where built, as long as
- * they fit the attach limit) or from the CSV.
- */
-function planTables(resolved: Resolved): Plan {
-  const tokens = tokenize(resolved.sql);
-  const tableColumns = new Map(
-    resolved.references.map((reference, i) => [
-      reference.alias,
-      resolved.items[i]!.schema.TableDefinition.Columns.map((c) => c.Name),
-    ]),
-  );
-  const used = tokens.ok ? columnsUsed(tokens.tokens, tableColumns) : new Map();
+/** Loads each table into sql.js (column images attached, or CSV rows inserted), then executes there. */
+async function runInSqlJs(
+  run: Run,
+  instance: SqliteInstance,
+  created: ReturnType<typeof createTable>[],
+): Promise<PhaseOutcome> {
+  const { io, guard, db, clock, stats } = run;
+  const images = new AttachedImages(instance, guard, (key) => io.source.openImage(key), io.control);
+  let targetOpen = false;
+  try {
+    await load(run, images, created);
+    await io.control.progress("Running: executing the query.");
+    const executeStarted = clock();
+    guard.measure(db);
+    const result = await executeStatement(db, run.resolved.sql, io.target, guard, () => (targetOpen = true));
+    stats.executeMs = clock() - executeStarted - result.writeMs;
+    stats.writeMs = result.writeMs;
+    return { ok: true, rowCount: result.rowCount, size: result.size, columns: result.columns };
+  } catch (error) {
+    if (targetOpen) await io.target.abort();
+    throw error;
+  } finally {
+    images.close();
+  }
+}
+
+/** Which tables come from column images (where built, as long as they fit the attach limit). */
+function fromImages(run: Run): boolean[] {
   let attachLeft = MAX_ATTACHED;
-  const tables = resolved.references.map((reference, i) => {
-    const item = resolved.items[i]!;
-    const selection = used.get(reference.alias) ?? "all";
-    const columns = selection === "all" ? null : new Set([...selection].map((name: string) => name.toLowerCase()));
-    const needed = Math.max(1, columns?.size ?? item.schema.TableDefinition.Columns.length);
-    const fromImages = item.images !== null && needed <= attachLeft;
-    if (fromImages) attachLeft -= needed;
-    return { table: { name: reference.alias, schema: item.schema, columns }, fromImages };
+  return run.tables.map((table, i) => {
+    const item = run.resolved.items[i]!;
+    const needed = Math.max(1, table.columns?.size ?? item.layout.columns.length);
+    const attach = item.images !== null && needed <= attachLeft;
+    if (attach) attachLeft -= needed;
+    return attach;
   });
-  return { tokens: tokens.ok ? tokens.tokens : null, tables };
 }
 
 /** Loads each planned table (images attached, or CSV rows inserted), then makes the database read-only. */
-async function load(
-  db: Database,
-  resolved: Resolved,
-  plan: Plan,
-  created: ReturnType<typeof createTable>[],
-  run: { guard: RunGuard; images: AttachedImages; io: Io },
-): Promise<void> {
-  const { guard, images, io } = run;
-  const { stats, limits, clock } = guard;
+async function load(run: Run, images: AttachedImages, created: ReturnType<typeof createTable>[]): Promise<void> {
+  const { guard, io, db, resolved, stats, limits, clock } = run;
   db.run("PRAGMA query_only = 0");
   const loadStarted = clock();
-  if (plan.tables.some((t) => t.fromImages)) createSlotsTable(db);
-  for (const [i, { table, fromImages }] of plan.tables.entries()) {
+  const attach = fromImages(run);
+  if (attach.some(Boolean)) createSlotsTable(db);
+  for (const [i, table] of run.tables.entries()) {
     const reference = resolved.references[i]!;
-    await io.control.progress(`Running: loading ${reference.account}.${reference.dataset}.${reference.data}.`);
-    if (fromImages) {
+    await io.control.progress(`Running: loading ${nameOf(reference)}.`);
+    if (attach[i]) {
       await images.attach(db, table, resolved.items[i]!.images!, reference.data);
       continue;
     }
@@ -214,9 +308,77 @@ async function load(
     guard.measure(db);
   }
   // A view has no rowid; a table copied from it in file order numbers its rows as a loaded table would.
-  const namesRowid = (plan.tokens ?? []).some((t) => t.kind === "identifier" && /^(rowid|oid|_rowid_)$/i.test(t.value));
+  const namesRowid = (resolved.tokens ?? []).some(
+    (t) => t.kind === "identifier" && /^(rowid|oid|_rowid_)$/i.test(t.value),
+  );
   await images.tablesInsteadOfViews(db, resolved.sql, namesRowid);
   stats.loadMs = clock() - loadStarted;
   guard.loading = false;
   db.run("PRAGMA query_only = 1");
+}
+
+/**
+ * Hands the checked query to the table store of item `host`: the store
+ * brings the other items in, runs it next to the data and writes the result.
+ * A store that stops mid-query fails the query (a transient failure of
+ * storage is retried by the consumer).
+ */
+async function runInStore(run: Run, host: number): Promise<PhaseOutcome> {
+  const { io, resolved, stats, limits, clock, db } = run;
+  const names = run.guard.sqlite(() => {
+    const statement = db.prepare(resolved.sql);
+    try {
+      return statement.getColumnNames();
+    } finally {
+      statement.free();
+    }
+  });
+  const hostItem = resolved.items[host]!;
+  await io.control.progress(`Running: in the table store of ${nameOf(resolved.references[host]!)}.`);
+  const request: StoreQuery = {
+    queryId: io.queryId,
+    sql: resolved.sql,
+    names,
+    hostAlias: resolved.references[host]!.alias,
+    others: resolved.references.flatMap((reference, i) =>
+      i === host
+        ? []
+        : [
+            {
+              alias: reference.alias,
+              source: {
+                objectKey: resolved.items[i]!.objectKey,
+                layout: resolved.items[i]!.layout,
+                rows: resolved.items[i]!.rows,
+                name: reference.data,
+              },
+              columns: resolved.used[i] ? [...resolved.used[i]!] : null,
+            },
+          ],
+    ),
+    limits,
+    timeLeftMs: Math.max(1, limits.timeLimitMs - (clock() - run.guard.startedAt)),
+    maxStoreBytes: limits.maxStoreBytes,
+    resultKey: io.resultKey,
+  };
+  let outcome: StoreQueryOutcome;
+  try {
+    outcome = await io.source.queryStore(hostItem.objectKey, request);
+  } catch (error) {
+    if ((error as { retryable?: boolean }).retryable) throw new TransientError(`the table store: ${String(error)}`);
+    return {
+      ok: false,
+      cancelled: false,
+      message: `Failed: the table store stopped while running the query (${error instanceof Error ? error.message : String(error)}); if it ran long, it may have exceeded the time limit of ${limits.timeLimitMs / 1000} s (QUERY_TIME_LIMIT_SECONDS).`,
+    };
+  }
+  if (!outcome.ok) {
+    if (outcome.transient) throw new TransientError(outcome.message);
+    return outcome;
+  }
+  stats.bytesLoaded = outcome.bytesLoaded;
+  stats.loadMs = outcome.loadMs;
+  stats.executeMs = outcome.executeMs;
+  stats.writeMs = outcome.writeMs;
+  return { ok: true, rowCount: outcome.rowCount, size: outcome.size, columns: outcome.columns };
 }

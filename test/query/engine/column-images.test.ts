@@ -7,7 +7,8 @@ import {
   planPasses,
   VALUES_PER_RECORD,
 } from "../../../src/query/engine/column-images";
-import { TransientError } from "../../../src/query/engine/load-table";
+import { TransientError } from "../../../src/query/run-limits";
+import { tableLayout } from "../../../src/query/table-layout";
 import { sqliteInstance } from "../../../src/query/sqlite";
 import { gzip } from "../../support/catalog";
 import { MemorySource, runEngine, storedSchema, type MemoryItem } from "../../support/engine";
@@ -20,7 +21,7 @@ import { MemorySource, runEngine, storedSchema, type MemoryItem } from "../../su
 const SQLITE_HEADER = "SQLite format 3\0";
 
 function schemaOf(columns: [string, DataTypeName][]) {
-  return storedSchema({ columns, data: "" });
+  return tableLayout(storedSchema({ columns, data: "" }));
 }
 
 describe("planPasses", () => {
@@ -269,7 +270,7 @@ async function build(
   const images = new Map<number, Uint8Array>();
   let opened = 0;
   const outcome = await buildColumnImages(
-    storedSchema(item),
+    tableLayout(storedSchema(item)),
     { rows, bytes: file.bytes ?? bytes.byteLength, name: "sales.csv" },
     {
       open: async () => {

@@ -1,6 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { buildColumnImages } from "../../../src/query/engine/build-images";
 import { sqliteInstance } from "../../../src/query/sqlite";
+import { tableLayout } from "../../../src/query/table-layout";
 import { csvCell, runEngine, seededRandom, storedSchema, type MemoryItem } from "../../support/engine";
 
 // Column images are read through views. When SQLite's plan would build an
@@ -86,7 +87,7 @@ describe("building column images", () => {
     const build = async (budget: number) => {
       const images = new Map<number, number>();
       const outcome = await buildColumnImages(
-        storedSchema(item),
+        tableLayout(storedSchema(item)),
         { rows: 20_000, bytes: bytes.byteLength, name: "sales" },
         {
           open: async () => new Blob([bytes]).stream(),

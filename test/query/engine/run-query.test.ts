@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { TransientError } from "../../../src/query/engine/load-table";
+import { TransientError } from "../../../src/query/run-limits";
 import { sqliteInstance } from "../../../src/query/sqlite";
 import { gzip } from "../../support/catalog";
 import { MemoryControl, MemorySource, MemoryTarget, runEngine, type MemoryItem } from "../../support/engine";

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { csvField, CsvResultWriter, StorageClass } from "../../../src/query/engine/csv-result";
+import { csvField, CsvResultWriter, StorageClass } from "../../src/query/result/csv";
 
 describe("csvField", () => {
   it("should write NULL as an empty field", () => {

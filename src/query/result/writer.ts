@@ -1,0 +1,91 @@
+import type { QueryLimits } from "../../config";
+import type { DataTypeName } from "../../ingest/value-types";
+import type { ResultColumn } from "../query-record";
+import { limitStops, transient } from "../run-limits";
+import { csvField, CsvResultWriter, StorageClass } from "./csv";
+
+/** Where the result CSV goes, as it is produced. */
+export interface ResultTarget {
+  write(bytes: Uint8Array): Promise<void>;
+  finish(): Promise<void>;
+  abort(): Promise<void>;
+}
+
+/** What a finished result holds. */
+export interface WrittenResult {
+  rowCount: number;
+  size: number;
+  columns: ResultColumn[];
+  writeMs: number;
+}
+
+/** How often (rows) the writer checks the result's size against its limit. */
+const CHECK_BYTES_EVERY_ROWS = 4096;
+
+/**
+ * The result writer both engines share: rows in, CSV out (one format, so the
+ * same values give the same bytes whichever engine ran the query), each
+ * result column typed by the storage classes its values had, and the result
+ * limits (rows, bytes) enforced as it goes.
+ */
+export class ResultWriter {
+  rowCount = 0;
+  writeMs = 0;
+  private readonly csv: CsvResultWriter;
+  private readonly seen: Set<StorageClass>[];
+
+  constructor(
+    private readonly names: string[],
+    private readonly limits: Pick<QueryLimits, "maxResultRows" | "maxResultBytes">,
+    private readonly target: ResultTarget,
+  ) {
+    this.seen = names.map(() => new Set());
+    this.csv = new CsvResultWriter((bytes) => this.timed(() => target.write(bytes)));
+  }
+
+  header(): Promise<void> {
+    return this.csv.header(this.names);
+  }
+
+  /** One row: its values and their storage classes, position by position. */
+  async row(values: readonly unknown[], classes: readonly StorageClass[]): Promise<void> {
+    let line = "";
+    for (let i = 0; i < values.length; i++) {
+      this.seen[i]!.add(classes[i]!);
+      line += (i === 0 ? "" : ",") + csvField(values[i], classes[i]!);
+    }
+    if (this.rowCount === this.limits.maxResultRows) throw limitStops.resultRows(this.limits);
+    await this.csv.line(line);
+    this.rowCount++;
+    if (this.rowCount % CHECK_BYTES_EVERY_ROWS === 0 && this.csv.flushedSize > this.limits.maxResultBytes)
+      throw limitStops.resultBytes(this.limits);
+  }
+
+  /** Writes what is left and completes the object. */
+  async finish(): Promise<WrittenResult> {
+    await this.csv.flush();
+    if (this.csv.size > this.limits.maxResultBytes) throw limitStops.resultBytes(this.limits);
+    await this.timed(() => this.target.finish());
+    return {
+      rowCount: this.rowCount,
+      size: this.csv.size,
+      columns: this.names.map((name, i) => ({ name, type: resultType(this.seen[i]!) })),
+      writeMs: this.writeMs,
+    };
+  }
+
+  private async timed(run: () => Promise<void>): Promise<void> {
+    const started = Date.now();
+    await transient("writing the result", run);
+    this.writeMs += Date.now() - started;
+  }
+}
+
+/** A result column's type from the storage classes its values had: the narrowest that holds them all. */
+function resultType(seen: Set<StorageClass>): DataTypeName {
+  seen.delete(StorageClass.Null);
+  if (seen.size === 0) return "STRING";
+  if ([...seen].every((s) => s === StorageClass.Integer)) return "INTEGER";
+  if ([...seen].every((s) => s === StorageClass.Integer || s === StorageClass.Float)) return "DOUBLE";
+  return "STRING";
+}

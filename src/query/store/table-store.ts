@@ -1,0 +1,239 @@
+import { DurableObject } from "cloudflare:workers";
+import type { QueryLimits } from "../../config";
+import { R2StreamWriter } from "../../storage/r2-writer";
+import { randomToken } from "../../util/crypto";
+import type { ResultColumn } from "../query-record";
+import { StorageClass } from "../result/csv";
+import { ResultWriter, type ResultTarget } from "../result/writer";
+import { limitStops, Stop, TransientError } from "../run-limits";
+import type { TableLayout } from "../table-layout";
+import { fillTable } from "./fill-table";
+import { quotedResultSql, renameTables, unquote } from "./store-sql";
+
+/** The table that holds the version's rows; queries name it only through their internal names. */
+const DATA_TABLE = "data";
+const BUILT_KEY = "built";
+/** Between rows, the store looks at the clock and cancellation this often. */
+const CHECK_EVERY_ROWS = 1024;
+const CANCEL_CHECK_MS = 1000;
+
+/** A stored CSV to read: where it is, how it is laid out, how many rows the catalog counted. */
+export interface StoreSource {
+  objectKey: string;
+  layout: TableLayout;
+  rows: number;
+  /** The data item's name, for messages. */
+  name: string;
+}
+
+export type StoreBuildOutcome = { ok: true; rows: number; bytes: number } | { ok: false; message: string };
+
+/** One query for the store: the rewritten SQL, which internal name is this store's table, and what to bring in. */
+export interface StoreQuery {
+  queryId: string;
+  sql: string;
+  /** The result's column names, as the sql.js check on the empty tables gave them. */
+  names: string[];
+  hostAlias: string;
+  /** Other data items the query names, brought in for this query (only the columns it uses: lower case, or null). */
+  others: { alias: string; source: StoreSource; columns: string[] | null }[];
+  limits: QueryLimits;
+  /** What is left of the query's time when the store starts on it. */
+  timeLeftMs: number;
+  maxStoreBytes: number;
+  resultKey: string;
+}
+
+export type StoreQueryOutcome =
+  | { ok: true; rowCount: number; size: number; columns: ResultColumn[]; loadMs: number; executeMs: number; writeMs: number; bytesLoaded: number }
+  | { ok: false; cancelled: boolean; message: string; transient?: boolean };
+
+/**
+ * A table store: one SQLite Durable Object per large data item version,
+ * holding its typed rows, where queries on that version run natively next
+ * to the data. It owns the rows and nothing else (the catalog says whether
+ * it is ready; the query's state lives in QueryState). Queries run on the
+ * rewritten SQL that the engine has already checked in sql.js; here they
+ * are also wrapped so only a SELECT can run, and their first step runs in a
+ * transaction that is rolled back if it wrote anything.
+ */
+export class TableStore extends DurableObject<Env> {
+  private building: Promise<StoreBuildOutcome> | null = null;
+
+  /** Fills the store from the stored CSV, once; a second call returns the first one's outcome. */
+  async build(source: StoreSource, maxStoreBytes: number): Promise<StoreBuildOutcome> {
+    const built = await this.ctx.storage.get<{ rows: number }>(BUILT_KEY);
+    if (built) return { ok: true, rows: built.rows, bytes: this.ctx.storage.sql.databaseSize };
+    this.building ??= this.fill(source, maxStoreBytes).finally(() => (this.building = null));
+    return this.building;
+  }
+
+  /** Empties the store for good (its version was replaced or deleted). */
+  async empty(): Promise<void> {
+    await this.ctx.storage.deleteAll();
+  }
+
+  /** How many rows the store holds, or null before it is built. */
+  async rows(): Promise<number | null> {
+    return (await this.ctx.storage.get<{ rows: number }>(BUILT_KEY))?.rows ?? null;
+  }
+
+  private async fill(source: StoreSource, maxStoreBytes: number): Promise<StoreBuildOutcome> {
+    const { sql } = this.ctx.storage;
+    sql.exec(`DROP TABLE IF EXISTS ${DATA_TABLE}`);
+    const object = await this.env.BUCKET.get(source.objectKey);
+    if (!object) return { ok: false, message: `the stored file of ${source.name} is gone` };
+    const storage = this.ctx.storage;
+    const filled = await fillTable(
+      { sql, transactionSync: (run) => storage.transactionSync(run) },
+      DATA_TABLE,
+      { name: source.name, layout: source.layout, stream: object.body },
+      null,
+      () => (sql.databaseSize > maxStoreBytes ? storeFull(maxStoreBytes).message : null),
+    );
+    if (!filled.ok) {
+      sql.exec(`DROP TABLE IF EXISTS ${DATA_TABLE}`);
+      return filled;
+    }
+    if (filled.rows !== source.rows) {
+      sql.exec(`DROP TABLE ${DATA_TABLE}`);
+      return { ok: false, message: `${source.name} has ${filled.rows} rows, the catalog says ${source.rows}` };
+    }
+    await this.ctx.storage.put(BUILT_KEY, { rows: filled.rows });
+    return { ok: true, rows: filled.rows, bytes: sql.databaseSize };
+  }
+
+  /** Runs one query over this store's rows (and the other items it names, brought in) into its result object. */
+  async query(request: StoreQuery): Promise<StoreQueryOutcome> {
+    if (!(await this.rows()))
+      return { ok: false, cancelled: false, transient: true, message: "the table store is not built" };
+    const started = Date.now();
+    const deadline = started + request.timeLeftMs;
+    const tables = new Map([[request.hostAlias.toLowerCase(), DATA_TABLE]]);
+    const broughtIn: string[] = [];
+    const writer = new R2StreamWriter(this.env.BUCKET, request.resultKey, () => ({
+      httpMetadata: { contentType: "text/csv; charset=utf-8" },
+    }));
+    let targetOpen = false;
+    try {
+      let bytesLoaded = 0;
+      for (const other of request.others) {
+        const name = `q_${randomToken(8)}_${other.alias}`;
+        broughtIn.push(name);
+        bytesLoaded += await this.bringIn(name, other, request, deadline, bytesLoaded);
+        tables.set(other.alias.toLowerCase(), name);
+      }
+      const loadMs = Date.now() - started;
+      const target: ResultTarget = {
+        write: (bytes) => writer.write(bytes),
+        finish: () => writer.finish(),
+        abort: () => writer.abort(),
+      };
+      targetOpen = true;
+      const executeStarted = Date.now();
+      const result = await this.run(request, renameTables(request.sql, tables), target, deadline);
+      return {
+        ok: true,
+        ...result,
+        loadMs,
+        executeMs: Date.now() - executeStarted - result.writeMs,
+        bytesLoaded,
+      };
+    } catch (error) {
+      if (targetOpen) await writer.abort().catch(() => {});
+      if (error instanceof Stop) return { ok: false, cancelled: error.cancelled, message: error.message };
+      if (error instanceof TransientError) return { ok: false, cancelled: false, transient: true, message: error.message };
+      return { ok: false, cancelled: false, message: `Failed: ${error instanceof Error ? error.message : String(error)}.` };
+    } finally {
+      for (const name of broughtIn) this.ctx.storage.sql.exec(`DROP TABLE IF EXISTS "${name}"`);
+    }
+  }
+
+  /** Copies the columns a query uses of another data item into a table of this store, for this query only. */
+  private async bringIn(
+    name: string,
+    other: StoreQuery["others"][number],
+    request: StoreQuery,
+    deadline: number,
+    loadedBefore: number,
+  ): Promise<number> {
+    const object = await this.env.BUCKET.get(other.source.objectKey).catch((error: unknown) => {
+      throw new TransientError(`reading ${other.source.name} failed: ${String(error)}`);
+    });
+    if (!object) throw new Stop(`Failed: the data of ${other.source.name} was deleted while the query ran.`);
+    const { sql } = this.ctx.storage;
+    const storage = this.ctx.storage;
+    const filled = await fillTable(
+      { sql, transactionSync: (run) => storage.transactionSync(run) },
+      name,
+      { name: other.source.name, layout: other.source.layout, stream: object.body },
+      other.columns ? new Set(other.columns) : null,
+      (bytes) => {
+        if (loadedBefore + bytes > request.limits.maxLoadBytes) return limitStops.load(request.limits).message;
+        if (Date.now() > deadline) return limitStops.time(request.limits, " while loading").message;
+        if (sql.databaseSize > request.maxStoreBytes) return storeFull(request.maxStoreBytes).message;
+        return null;
+      },
+    );
+    if (!filled.ok) throw new Stop(filled.message.startsWith("Failed:") ? filled.message : `Failed: ${filled.message}.`);
+    return filled.bytes;
+  }
+
+  /** Steps the wrapped statement into the shared result writer, checking time and cancellation between rows. */
+  private async run(request: StoreQuery, sql: string, target: ResultTarget, deadline: number) {
+    const writer = new ResultWriter(request.names, request.limits, target);
+    await writer.header();
+    const cursor = this.readOnlyCursor(quotedResultSql(sql, request.names.length));
+    const values: unknown[] = new Array(request.names.length);
+    const classes: StorageClass[] = new Array(request.names.length);
+    let lastCancelCheck = Date.now();
+    for (let row = cursor.first; row; row = next(cursor.rest)) {
+      for (let i = 0; i < row.length; i++) [values[i], classes[i]] = unquote(row[i] as string);
+      await writer.row(values, classes);
+      if (writer.rowCount % CHECK_EVERY_ROWS !== 0) continue;
+      const now = Date.now();
+      if (now > deadline) throw limitStops.time(request.limits);
+      if (now - lastCancelCheck >= CANCEL_CHECK_MS) {
+        lastCancelCheck = now;
+        if (await this.cancelled(request.queryId)) throw limitStops.cancelled();
+      }
+    }
+    return writer.finish();
+  }
+
+  /**
+   * Starts the statement inside a transaction: its first step is where any
+   * write would happen, so a statement that wrote rows is rolled back (by
+   * the throw) and refused. Reads then go on outside the transaction.
+   */
+  private readOnlyCursor(sql: string): { first: unknown[] | null; rest: Iterator<unknown[]> } {
+    return this.ctx.storage.transactionSync(() => {
+      const cursor = this.ctx.storage.sql.exec(sql);
+      const rest = cursor.raw();
+      const first = next(rest);
+      if (cursor.rowsWritten > 0)
+        throw new Stop("Failed: Only read-only queries (SELECT, WITH … SELECT, VALUES) are allowed.");
+      return { first, rest };
+    });
+  }
+
+  private async cancelled(queryId: string): Promise<boolean> {
+    try {
+      const state = this.env.QUERY_STATE.get(this.env.QUERY_STATE.idFromName(queryId));
+      return (await state.get())?.status === "cancelled";
+    } catch {
+      return false;
+    }
+  }
+}
+
+function next(cursor: Iterator<unknown[]>): unknown[] | null {
+  const step = cursor.next();
+  return step.done ? null : step.value;
+}
+
+function storeFull(maxStoreBytes: number): Stop {
+  return new Stop(
+    `Failed: the table store would hold more than the limit of ${maxStoreBytes} bytes (TABLE_STORE_MAX_BYTES).`,
+  );
+}

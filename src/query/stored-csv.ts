@@ -1,0 +1,81 @@
+import { CsvRowReader, type ReadRows } from "../ingest/csv-rows";
+import { openUploadBytes } from "../ingest/upload-bytes";
+import { Utf8Text, type DecodedText } from "../ingest/utf8-text";
+import { TransientError } from "./run-limits";
+import type { TableLayout } from "./table-layout";
+
+const MAX_ROW_CHARS = 8 * 1024 * 1024;
+
+export type LoadProgress = { ok: true; rows: number; bytes: number } | { ok: false; message: string };
+
+/** Checked between batches: returns a message to stop loading with, or null to go on. */
+export type LoadGuard = (bytesSoFar: number) => string | null;
+
+/**
+ * Streams a stored CSV (gzip decoded, header skipped) to `onRow`, one array
+ * of fields per record. The file was checked at upload, so a field that does
+ * not convert later is a bug, not a user error. Storage errors are thrown as
+ * TransientError; anything else wrong with the file comes back as a message.
+ */
+export async function readStoredCsv(
+  stream: ReadableStream<Uint8Array>,
+  what: { name: string; layout: Pick<TableLayout, "delimiter" | "header"> },
+  guard: LoadGuard,
+  onRow: (row: string[]) => void,
+): Promise<LoadProgress> {
+  const storageFailure = (error: unknown) =>
+    new TransientError(`reading ${what.name} from storage failed: ${String(error)}`);
+  // Opening reads the first bytes (to tell gzip from CSV), so a storage error can already happen here.
+  const bytes = await openUploadBytes(stream).catch((error: unknown) => {
+    throw storageFailure(error);
+  });
+  const read = async () => {
+    try {
+      return await bytes.read();
+    } catch (error) {
+      throw storageFailure(error);
+    }
+  };
+  const utf8 = new Utf8Text();
+  const reader = new CsvRowReader(what.layout.delimiter, MAX_ROW_CHARS);
+  let skipHeader = what.layout.header;
+  let rows = 0;
+  let loadedBytes = 0;
+  let finished = false;
+
+  const take = (read: ReadRows): string | null => {
+    if (!read.ok) return `a row of ${what.name} is longer than ${MAX_ROW_CHARS} characters`;
+    for (const row of read.rows) {
+      if (skipHeader) {
+        skipHeader = false;
+        continue;
+      }
+      onRow(row);
+      rows++;
+    }
+    return null;
+  };
+  const takeText = (decoded: DecodedText, last: boolean): string | null => {
+    if (!decoded.ok) return `the stored file of ${what.name} is not valid UTF-8`;
+    const problem = take(reader.push(decoded.text));
+    return problem ?? (last ? take(reader.end()) : null);
+  };
+
+  try {
+    for (;;) {
+      const chunk = await read();
+      if (chunk.kind === "bad-gzip")
+        return { ok: false, message: `the stored file of ${what.name} cannot be decompressed` };
+      if (chunk.kind === "end") break;
+      loadedBytes += chunk.bytes.byteLength;
+      const stop = guard(loadedBytes) ?? takeText(utf8.decode(chunk.bytes), false);
+      if (stop) return { ok: false, message: stop };
+    }
+    finished = true;
+    const problem = takeText(utf8.end(), true);
+    if (problem) return { ok: false, message: problem };
+    return { ok: true, rows, bytes: loadedBytes };
+  } finally {
+    if (!finished) await bytes.cancel();
+  }
+}

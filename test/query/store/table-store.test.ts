@@ -1,0 +1,59 @@
+import { describe, expect, it } from "vitest";
+import { runEngine, type MemoryItem } from "../../support/engine";
+
+const SALES: Record<string, MemoryItem> = {
+  "alice.shop.sales": {
+    columns: [
+      ["id", "INTEGER"],
+      ["region", "STRING"],
+      ["amount", "DOUBLE"],
+      ["paid", "BOOLEAN"],
+      ["day", "DATE"],
+    ],
+    data: "id,region,amount,paid,day\n1,north,10.5,true,2024-01-02\n2,south,3,false,2024-01-03\n3,north,,true,\n4,\"we,st\",9007199254740993,false,2024-02-01\n",
+  },
+  "alice.shop.regions": {
+    columns: [
+      ["region", "STRING"],
+      ["manager", "STRING"],
+    ],
+    data: "region,manager\nnorth,Ann\nsouth,Bo'b\n",
+  },
+};
+
+describe("table store", () => {
+  it("should give the same bytes and result schema as sql.js", async () => {
+    const queries = [
+      "SELECT * FROM alice.shop.sales ORDER BY id",
+      "SELECT region, sum(amount), count(*), avg(id) FROM alice.shop.sales GROUP BY region ORDER BY region",
+      "SELECT s.id, r.manager FROM alice.shop.sales s JOIN alice.shop.regions r ON r.region = s.region ORDER BY s.id",
+      "SELECT 1, 1.0, 'x''y', NULL, x'00ff', 9223372036854775807, 1e300, -0.0, 2.5e-7, 1e999 FROM alice.shop.sales LIMIT 1",
+      "SELECT rowid, id FROM alice.shop.sales WHERE paid ORDER BY rowid DESC",
+      "SELECT * FROM (VALUES (1, 'a'), (2, 'b')) JOIN alice.shop.regions",
+      "WITH t AS (SELECT id FROM alice.shop.sales) SELECT count(*) FROM t;",
+    ];
+    for (const sql of queries) {
+      const sqljs = await runEngine(sql, SALES);
+      const store = await runEngine(sql, SALES, { mode: "store" });
+      expect(sqljs.outcome.ok, sql).toBe(true);
+      expect(store.outcome.engine, sql).toBe("store");
+      expect(store.outcome.ok ? null : store.outcome.message, sql).toBeNull();
+      expect(store.csv, sql).toBe(sqljs.csv);
+      expect(store.outcome.ok && store.outcome.columns, sql).toEqual(sqljs.outcome.ok && sqljs.outcome.columns);
+    }
+  });
+
+  it("should refuse writes and names of tables the query did not name", async () => {
+    for (const sql of [
+      "DELETE FROM alice.shop.sales",
+      "SELECT * FROM sqlite_master",
+      "SELECT * FROM pragma_table_list",
+      "SELECT * FROM data",
+      "SELECT * FROM _cf_KV",
+    ]) {
+      const store = await runEngine(`${sql}`, SALES, { mode: "store" });
+      expect(store.outcome.ok, sql).toBe(false);
+      console.log(sql, "→", !store.outcome.ok && store.outcome.message);
+    }
+  });
+});
