@@ -105,7 +105,7 @@ export async function deleteDataItem(
   name: string,
   deleteAfter: string,
 ): Promise<boolean> {
-  const [, , deleted] = await db.batch([
+  const results = await db.batch([
     db
       .prepare(
         `INSERT OR IGNORE INTO orphan_objects (object_key, reason, delete_after)
@@ -115,7 +115,8 @@ export async function deleteDataItem(
     ...orphanDerivedObjects(db, "data item deleted", deleteAfter, "dataset_id = ? AND name = ?", [datasetId, name]),
     db.prepare("DELETE FROM data_items WHERE dataset_id = ? AND name = ?").bind(datasetId, name),
   ]);
-  return deleted?.meta.changes === 1;
+  // The last statement deletes the item.
+  return results.at(-1)?.meta.changes === 1;
 }
 
 /** An upload's version as it becomes the data item's current one. */

@@ -1625,10 +1625,20 @@ export interface components {
                  * @example 2026-11-22T07:00:00Z
                  */
                 UploadedAt: string;
-                /** @description True once the column images of this version are built: queries then read them instead of parsing the CSV */
+                /** @description True once the query-ready form of this version is built (its column images, or its table store): until then queries read the CSV, or wait for a table store being built */
                 QueryReady: boolean;
-                /** @description Bytes of each column's image, in schema order; null until built */
+                /** @description Bytes of each column's image, in schema order; null until built or for a table store */
                 ColumnImageBytes: number[] | null;
+                /** @description Data items with many rows (TABLE_STORE_MIN_ROWS) get a table store: a SQLite Durable Object holding their rows, where queries on them run. Null for a version without one */
+                TableStore: {
+                    /** @enum {string} */
+                    State: "building" | "ready" | "failed";
+                    Rows: number | null;
+                    /** @description Bytes the store holds on disk */
+                    Bytes: number | null;
+                    /** @description Why the build failed */
+                    Message: string | null;
+                } | null;
             };
         };
         QueryResponse: {
@@ -1688,6 +1698,11 @@ export interface components {
              * @example 2026-11-22T07:00:00Z
              */
             ExpiresAt: string | null;
+            /**
+             * @description Which engine ran the query: sql.js (data loaded into the engine Worker) or the table store of its largest data item; null until it ran
+             * @enum {string|null}
+             */
+            Engine: "sqljs" | "store" | null;
         };
         QueryListResponse: {
             Status: components["schemas"]["ApiResponseStatus"];

@@ -120,7 +120,16 @@ describe("GET /v1/openapi.json", () => {
     expect(storage.security).toEqual([{ Bearer: [] }]);
     const data = resolve(jsonSchema(storage.responses["200"]).properties?.Data);
     expect(Object.keys(data.properties ?? {}).sort()).toEqual(
-      ["ColumnImageBytes", "DeliveryType", "QueryReady", "RowCount", "Size", "UploadedAt", "Version"].sort(),
+      [
+        "ColumnImageBytes",
+        "DeliveryType",
+        "QueryReady",
+        "RowCount",
+        "Size",
+        "TableStore",
+        "UploadedAt",
+        "Version",
+      ].sort(),
     );
     expect(data.properties?.QueryReady?.type).toBe("boolean");
     expect(Object.keys(storage.responses)).toEqual(expect.arrayContaining(["200", "401", "404"]));

@@ -149,6 +149,8 @@ describe("asking for column images", () => {
       {
         prepare: { datasetId: await datasetId(item.account, item.dataset), name: item.data, version: row.version },
         memoryBudgetBytes: readQueryLimits(env).memoryBudgetBytes,
+        storeMinRows: readQueryLimits(env).storeMinRows,
+        maxStoreBytes: readQueryLimits(env).maxStoreBytes,
       },
     ]);
     const storage = await storageOf(item);
@@ -160,6 +162,7 @@ describe("asking for column images", () => {
       UploadedAt: expect.stringMatching(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ$/),
       QueryReady: false,
       ColumnImageBytes: null,
+      TableStore: null,
     });
   });
 
@@ -538,6 +541,8 @@ describe("asking again from the cron", () => {
         version: (await currentRow(item)).version,
       },
       memoryBudgetBytes: readQueryLimits(env).memoryBudgetBytes,
+      storeMinRows: readQueryLimits(env).storeMinRows,
+      maxStoreBytes: readQueryLimits(env).maxStoreBytes,
     });
 
     expect(await requested(uploadedAt)).toBe(queue.sent.length);

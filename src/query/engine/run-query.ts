@@ -109,20 +109,22 @@ export async function runQuery(
   const instance = await sqliteInstanceFor(limits.memoryBudgetBytes);
   const guard = new RunGuard(instance, limits, clock, io.control, stats);
   const userFacing = namingAsTheUserDid(planned.resolved.references);
-  const db = new instance.sql.Database();
-  const unguard = guardStatements(instance, db, {
-    maxValueBytes: MAX_VALUE_BYTES,
-    everySteps: PROGRESS_EVERY_STEPS,
-    onProgress: guard.onProgress,
-  });
-  const run: Run = { io, limits, clock, stats, guard, db, resolved: planned.resolved, tables: [] };
+  let db: Database | null = null;
+  let unguard: (() => void) | null = null;
   try {
+    db = new instance.sql.Database();
+    unguard = guardStatements(instance, db, {
+      maxValueBytes: MAX_VALUE_BYTES,
+      everySteps: PROGRESS_EVERY_STEPS,
+      onProgress: guard.onProgress,
+    });
+    const run: Run = { io, limits, clock, stats, guard, db, resolved: planned.resolved, tables: [] };
     run.tables = planned.resolved.references.map((reference, i) => ({
       name: reference.alias,
       layout: planned.resolved.items[i]!.layout,
       columns: planned.resolved.used[i]!,
     }));
-    const created = run.tables.map((table) => createTable(db, table));
+    const created = run.tables.map((table) => createTable(run.db, table));
     // Checked on the empty tables, before anything is loaded: a refused query costs nothing.
     const readOnly = checkReadOnly(db, planned.resolved.sql);
     if (!readOnly.ok) return failed(userFacing(`Failed: ${readOnly.message}.`));
@@ -138,8 +140,8 @@ export async function runQuery(
     // SQLite's own errors (too many columns, out of memory, …) and anything unforeseen end the query for good.
     return failed(userFacing(`Failed: ${error instanceof Error ? error.message : String(error)}.`));
   } finally {
-    unguard();
-    db.close();
+    unguard?.();
+    db?.close();
     retireIfGrown(instance, limits.memoryBudgetBytes / 4);
   }
 }
