@@ -31,9 +31,11 @@ const LINES = ["hardware", "software", "food", "toys", "apparel"];
 /** 50 category values. */
 export const CATEGORIES = REGIONS.flatMap((region) => LINES.map((line) => `${region}-${line}`));
 
+export type FileLabel = "100k" | "1m" | "1m.gz" | "5m" | "5m.gz";
+
 export interface BenchFile {
-  /** The label in results: "100k", "1m" or "1m.gz". */
-  label: "100k" | "1m" | "1m.gz";
+  /** The label in results: "100k", "1m", "1m.gz", "5m" or "5m.gz". */
+  label: FileLabel;
   path: string;
   rows: number;
   gzip: boolean;
@@ -131,17 +133,56 @@ interface Checksums {
   files: Record<string, { sha256: string; bytes: number }>;
 }
 
+interface Spec {
+  label: FileLabel;
+  name: string;
+  rows: number;
+  gzip: boolean;
+  /** The plain file a gzip file is made from. */
+  from?: string;
+  target: number;
+}
+
+const SPECS: Spec[] = [
+  { label: "100k", name: "rows-100k.csv", rows: 100_000, gzip: false, target: 7.7e6 },
+  { label: "1m", name: "rows-1m.csv", rows: 1_000_000, gzip: false, target: 78e6 },
+  { label: "1m.gz", name: "rows-1m.csv.gz", rows: 1_000_000, gzip: true, from: "rows-1m.csv", target: 78e6 },
+  { label: "5m", name: "rows-5m.csv", rows: 5_000_000, gzip: false, target: 390e6 },
+  { label: "5m.gz", name: "rows-5m.csv.gz", rows: 5_000_000, gzip: true, from: "rows-5m.csv", target: 390e6 },
+];
+
+export const FILE_LABELS: FileLabel[] = SPECS.map((s) => s.label);
+
 /**
- * Makes (or reuses) the three files in `dir`. Files are reused when the
- * checksum file written by the last generation matches them.
+ * The lookup table Q4 joins with: the 50 categories, each with a label (its
+ * region: 10 labels of 5 categories each) and a weight. Written on every run
+ * (a few hundred bytes).
  */
-export async function prepareData(dir: string, log: (line: string) => void): Promise<BenchFile[]> {
+export function writeLookup(dir: string): string {
+  const path = join(dir, "lookup.csv");
+  const lines = ["category,label,weight"];
+  CATEGORIES.forEach((category, i) =>
+    lines.push(`${category},${category.split("-")[0]},${(1 + (i % 7) * 0.25).toFixed(2)}`),
+  );
+  writeFileSync(path, lines.join("\n") + "\n");
+  return path;
+}
+
+/**
+ * Makes (or reuses) the files `labels` name in `dir` (a gzip file needs its
+ * plain file too). A file is reused when the checksum file written by the
+ * last generation records it with the same generator and seed and it still
+ * matches; otherwise it is made again.
+ */
+export async function prepareData(
+  dir: string,
+  log: (line: string) => void,
+  labels: FileLabel[] = FILE_LABELS,
+): Promise<BenchFile[]> {
   mkdirSync(dir, { recursive: true });
-  const specs = [
-    { label: "100k" as const, name: "rows-100k.csv", rows: 100_000, gzip: false, target: 7.7e6 },
-    { label: "1m" as const, name: "rows-1m.csv", rows: 1_000_000, gzip: false, target: 78e6 },
-    { label: "1m.gz" as const, name: "rows-1m.csv.gz", rows: 1_000_000, gzip: true, target: 78e6 },
-  ];
+  const wanted = SPECS.filter((spec) => labels.includes(spec.label));
+  const names = new Set(wanted.flatMap((spec) => (spec.from ? [spec.name, spec.from] : [spec.name])));
+  const specs = SPECS.filter((spec) => names.has(spec.name));
   const checksumPath = join(dir, "checksums.json");
   let recorded: Checksums | null = null;
   try {
@@ -149,43 +190,37 @@ export async function prepareData(dir: string, log: (line: string) => void): Pro
   } catch {
     recorded = null;
   }
-  let valid = recorded !== null && recorded.generator === GENERATOR_HASH && recorded.seed === SEED;
-  if (valid) {
-    for (const spec of specs) {
-      const path = join(dir, spec.name);
-      const expected = recorded!.files[spec.name];
-      if (
-        !expected ||
-        !existsSync(path) ||
-        statSync(path).size !== expected.bytes ||
-        (await sha256(path)) !== expected.sha256
-      ) {
-        valid = false;
-        break;
-      }
-    }
-  }
-  if (valid) log(`data: reusing ${dir} (checksums match)`);
-  else {
+  if (!recorded || recorded.generator !== GENERATOR_HASH || recorded.seed !== SEED)
+    recorded = { generator: GENERATOR_HASH, seed: SEED, files: {} };
+  const valid = async (spec: Spec) => {
+    const path = join(dir, spec.name);
+    const expected = recorded!.files[spec.name];
+    return (
+      !!expected &&
+      existsSync(path) &&
+      statSync(path).size === expected.bytes &&
+      (await sha256(path)) === expected.sha256
+    );
+  };
+  const made = new Set<string>();
+  for (const spec of specs) {
+    if (!(spec.from && made.has(spec.from)) && (await valid(spec))) continue;
     const started = performance.now();
-    log(`data: generating CSVs in ${dir} (seed ${SEED}) ...`);
-    await writeCsv(join(dir, "rows-100k.csv"), 100_000);
-    await writeCsv(join(dir, "rows-1m.csv"), 1_000_000);
-    await gzipFile(join(dir, "rows-1m.csv"), join(dir, "rows-1m.csv.gz"));
-    const files: Checksums["files"] = {};
-    for (const spec of specs) {
-      const path = join(dir, spec.name);
-      files[spec.name] = { sha256: await sha256(path), bytes: statSync(path).size };
-    }
-    writeFileSync(checksumPath, JSON.stringify({ generator: GENERATOR_HASH, seed: SEED, files }, null, 2) + "\n");
-    log(`data: generated in ${((performance.now() - started) / 1000).toFixed(1)} s`);
+    const path = join(dir, spec.name);
+    log(`data: generating ${spec.name} (seed ${SEED}) ...`);
+    if (spec.from) await gzipFile(join(dir, spec.from), path);
+    else await writeCsv(path, spec.rows);
+    recorded.files[spec.name] = { sha256: await sha256(path), bytes: statSync(path).size };
+    writeFileSync(checksumPath, JSON.stringify(recorded, null, 2) + "\n");
+    made.add(spec.name);
+    log(`data: ${spec.name} made in ${((performance.now() - started) / 1000).toFixed(1)} s`);
   }
+  if (made.size === 0) log(`data: reusing ${dir} (checksums match)`);
 
-  const plain1m = statSync(join(dir, "rows-1m.csv")).size;
-  return specs.map((spec) => {
+  return wanted.map((spec) => {
     const path = join(dir, spec.name);
     const bytes = statSync(path).size;
-    const csvBytes = spec.gzip ? plain1m : bytes;
+    const csvBytes = spec.from ? statSync(join(dir, spec.from)).size : bytes;
     const off = Math.abs(csvBytes - spec.target) / spec.target;
     if (off > 0.05)
       log(

@@ -8,10 +8,11 @@ import { csvCell, prng } from "../../bench/generate";
 import { httpLogin } from "./support/http-login";
 import { startWranglerDev, type DevServer } from "./support/wrangler-dev";
 
-// The same CSV files and queries through dqs (wrangler dev, sql.js) and through
-// the sqlite3 command-line tool; the results must agree. Twice: with the
-// column images the queue builds after an upload (the bench's path), and with
-// COLUMN_IMAGES=off, where every query reads the CSV.
+// The same CSV files and queries through dqs (wrangler dev) and through the
+// sqlite3 command-line tool; the results must agree. Three times: in sql.js
+// with the column images the queue builds after an upload, in sql.js with
+// COLUMN_IMAGES=off, where every query reads the CSV, and in the table store
+// (TABLE_STORE_MIN_ROWS=1 gives both files a store; joins bring dims in).
 
 const ACCOUNT = "e2e-dan";
 const CATEGORIES = ["north", "south", "east", "west", "ünïcode", "with,comma", 'say "hi"'];
@@ -87,7 +88,7 @@ function sqlite3(sql: string): string[][] {
   return Papa.parse<string[]>(output.replace(/\r\n/g, "\n"), { skipEmptyLines: true }).data;
 }
 
-async function dqs({ server, token }: Target, sql: string): Promise<string[][]> {
+async function dqs({ server, token }: Target, sql: string): Promise<{ rows: string[][]; engine: string }> {
   const headers = { authorization: `Bearer ${token}` };
   const text = sql.replaceAll("{facts}", `"${ACCOUNT}".diff.facts`).replaceAll("{dims}", `"${ACCOUNT}".diff.dims`);
   const submitted = await fetch(`${server.url}/v1/query`, {
@@ -97,7 +98,7 @@ async function dqs({ server, token }: Target, sql: string): Promise<string[][]> 
   });
   const { Data } = (await submitted.json()) as { Data: { QueryId: string } };
   const status = (await (await fetch(`${server.url}/v1/query/${Data.QueryId}/status`, { headers })).json()) as {
-    Data: { Status: string; Message: string };
+    Data: { Status: string; Message: string; Engine: string };
   };
   if (status.Data.Status !== "succeeded") throw new Error(`${status.Data.Status}: ${status.Data.Message}`);
   const redirect = await fetch(`${server.url}/v1/query/${Data.QueryId}/results/rawdata`, {
@@ -105,7 +106,7 @@ async function dqs({ server, token }: Target, sql: string): Promise<string[][]> 
     redirect: "manual",
   });
   const csv = await (await fetch(redirect.headers.get("location")!)).text();
-  return Papa.parse<string[]>(csv, { skipEmptyLines: true }).data;
+  return { rows: Papa.parse<string[]>(csv, { skipEmptyLines: true }).data, engine: status.Data.Engine };
 }
 
 /** Equal cell by cell; numbers compare within 1e-9 relative, as the two print reals differently. */
@@ -136,8 +137,8 @@ beforeAll(() => {
 const FILES = ["facts", "dims"] as const;
 
 /** Starts the service, logs in, uploads both files; with images on, waits until both are query-ready. */
-async function serve(columnImages: "build" | "off"): Promise<Target> {
-  const server = await startWranglerDev({ COLUMN_IMAGES: columnImages });
+async function serve(vars: Record<string, string>): Promise<Target> {
+  const server = await startWranglerDev(vars);
   const token = (await httpLogin(server.url, ACCOUNT)).accessToken;
   const headers = { authorization: `Bearer ${token}` };
   await fetch(`${server.url}/v1/dataset/${ACCOUNT}/diff`, { method: "PUT", headers });
@@ -162,7 +163,11 @@ async function storage({ server, token }: Target) {
         headers: { authorization: `Bearer ${token}` },
       });
       expect(response.status).toBe(200);
-      return ((await response.json()) as { Data: { QueryReady: boolean; ColumnImageBytes: number[] | null } }).Data;
+      return (
+        (await response.json()) as {
+          Data: { QueryReady: boolean; ColumnImageBytes: number[] | null; TableStore: { State: string } | null };
+        }
+      ).Data;
     }),
   );
 }
@@ -172,30 +177,35 @@ const hasSqlite3 = spawnSync("sqlite3", ["--version"]).status === 0;
 const comparison = hasSqlite3 || process.env.CI ? describe : describe.skip;
 
 comparison.each([
-  { mode: "column images", columnImages: "build" as const },
-  { mode: "CSV", columnImages: "off" as const },
-])("dqs reading $mode against the sqlite3 command-line tool", ({ columnImages }) => {
+  { mode: "column images", vars: { COLUMN_IMAGES: "build" }, engine: "sqljs" },
+  { mode: "CSV", vars: { COLUMN_IMAGES: "off" }, engine: "sqljs" },
+  { mode: "table stores", vars: { COLUMN_IMAGES: "build", TABLE_STORE_MIN_ROWS: "1" }, engine: "store" },
+])("dqs reading $mode against the sqlite3 command-line tool", ({ mode, vars, engine }) => {
   let target: Target;
 
   beforeAll(async () => {
-    target = await serve(columnImages);
-    if (columnImages === "off") return;
+    target = await serve(vars);
+    if (vars.COLUMN_IMAGES === "off") return;
     const deadline = Date.now() + 60_000;
     while (!(await storage(target)).every((item) => item.QueryReady)) {
-      if (Date.now() > deadline) throw new Error("the column images were not built within 60 s");
+      if (Date.now() > deadline) throw new Error(`the ${mode} were not built within 60 s`);
       await new Promise((resolve) => setTimeout(resolve, 100));
     }
   }, 180_000);
 
   afterAll(() => target?.server.stop());
 
-  it(`should ${columnImages === "off" ? "not build" : "have built"} the column images of both files`, async () => {
+  it(`should have prepared both files as ${mode}`, async () => {
     const items = await storage(target);
-    if (columnImages === "off") expect(items.map((item) => item.QueryReady)).toEqual([false, false]);
-    else expect(items.map((item) => item.ColumnImageBytes?.length)).toEqual([9, 3]);
+    if (mode === "CSV") expect(items.map((item) => item.QueryReady)).toEqual([false, false]);
+    else if (mode === "column images") expect(items.map((item) => item.ColumnImageBytes?.length)).toEqual([9, 3]);
+    else expect(items.map((item) => item.TableStore?.State)).toEqual(["ready", "ready"]);
   });
 
   it.each(QUERIES)("should agree on %s", async (sql) => {
-    expectSameRows(await dqs(target, sql), sqlite3(sql));
+    const answer = await dqs(target, sql);
+    expectSameRows(answer.rows, sqlite3(sql));
+    // A query that names no data item always runs in sql.js.
+    expect(answer.engine).toBe(sql.includes("{facts}") ? engine : "sqljs");
   });
 });
