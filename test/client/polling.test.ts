@@ -22,6 +22,7 @@ function scriptedService(states: QueryState[]): { fetch: FetchLike; submits: Req
     PeakMemoryBytes: null,
     Timings: null,
     ExpiresAt: null,
+    Engine: null,
   });
   const json = (body: unknown) =>
     new Response(JSON.stringify(body), { headers: { "content-type": "application/json" } });

@@ -1,10 +1,10 @@
-import { execFileSync, spawnSync } from "node:child_process";
+import { spawnSync } from "node:child_process";
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import Papa from "papaparse";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { csvCell, prng } from "../../bench/generate";
+import { dqsRows, expectSameRows, sqlite3Rows } from "./support/compare";
 import { httpLogin } from "./support/http-login";
 import { startWranglerDev, type DevServer } from "./support/wrangler-dev";
 
@@ -72,59 +72,26 @@ interface Target {
 let work: string;
 
 function sqlite3(sql: string): string[][] {
-  const setup = [
-    "CREATE TABLE facts (id INTEGER, ts TEXT, cat TEXT, amount REAL, qty INTEGER, note TEXT, ok INTEGER, day TEXT, big INTEGER);",
-    "CREATE TABLE dims (cat TEXT, label TEXT, rank INTEGER);",
-    `.import --csv --skip 1 ${join(work, "facts.csv")} facts`,
-    `.import --csv --skip 1 ${join(work, "dims.csv")} dims`,
-    // .import keeps empty fields as '' where dqs stores NULL (DECISIONS §5), and booleans as text.
-    ...["amount", "note", "ok"].map((c) => `UPDATE facts SET ${c} = NULL WHERE ${c} = '';`),
-    "UPDATE facts SET ok = CASE lower(ok) WHEN 'true' THEN 1 WHEN 'false' THEN 0 ELSE ok END;",
-    ".headers on",
-    ".mode csv",
-    `${sql.replaceAll("{facts}", "facts").replaceAll("{dims}", "dims")};`,
-  ].join("\n");
-  const output = execFileSync("sqlite3", [":memory:"], { input: setup, encoding: "utf8" });
-  return Papa.parse<string[]>(output.replace(/\r\n/g, "\n"), { skipEmptyLines: true }).data;
+  return sqlite3Rows(
+    [
+      "CREATE TABLE facts (id INTEGER, ts TEXT, cat TEXT, amount REAL, qty INTEGER, note TEXT, ok INTEGER, day TEXT, big INTEGER);",
+      "CREATE TABLE dims (cat TEXT, label TEXT, rank INTEGER);",
+      `.import --csv --skip 1 ${join(work, "facts.csv")} facts`,
+      `.import --csv --skip 1 ${join(work, "dims.csv")} dims`,
+      // .import keeps empty fields as '' where dqs stores NULL (DECISIONS §5), and booleans as text.
+      ...["amount", "note", "ok"].map((c) => `UPDATE facts SET ${c} = NULL WHERE ${c} = '';`),
+      "UPDATE facts SET ok = CASE lower(ok) WHEN 'true' THEN 1 WHEN 'false' THEN 0 ELSE ok END;",
+    ],
+    sql.replaceAll("{facts}", "facts").replaceAll("{dims}", "dims"),
+  );
 }
 
-async function dqs({ server, token }: Target, sql: string): Promise<{ rows: string[][]; engine: string }> {
-  const headers = { authorization: `Bearer ${token}` };
-  const text = sql.replaceAll("{facts}", `"${ACCOUNT}".diff.facts`).replaceAll("{dims}", `"${ACCOUNT}".diff.dims`);
-  const submitted = await fetch(`${server.url}/v1/query`, {
-    method: "POST",
-    headers: { ...headers, "content-type": "application/json", prefer: "wait=30" },
-    body: JSON.stringify({ Sql: text }),
-  });
-  const { Data } = (await submitted.json()) as { Data: { QueryId: string } };
-  const status = (await (await fetch(`${server.url}/v1/query/${Data.QueryId}/status`, { headers })).json()) as {
-    Data: { Status: string; Message: string; Engine: string };
-  };
-  if (status.Data.Status !== "succeeded") throw new Error(`${status.Data.Status}: ${status.Data.Message}`);
-  const redirect = await fetch(`${server.url}/v1/query/${Data.QueryId}/results/rawdata`, {
-    headers,
-    redirect: "manual",
-  });
-  const csv = await (await fetch(redirect.headers.get("location")!)).text();
-  return { rows: Papa.parse<string[]>(csv, { skipEmptyLines: true }).data, engine: status.Data.Engine };
-}
-
-/** Equal cell by cell; numbers compare within 1e-9 relative, as the two print reals differently. */
-function expectSameRows(actual: string[][], expected: string[][]): void {
-  expect(actual.length).toBe(expected.length);
-  actual.forEach((row, r) => {
-    expect(row.length).toBe(expected[r]!.length);
-    row.forEach((cell, c) => {
-      const other = expected[r]![c]!;
-      const a = Number(cell);
-      const b = Number(other);
-      if (r > 0 && cell !== "" && other !== "" && Number.isFinite(a) && Number.isFinite(b) && !/^-?\d{16,}$/.test(cell))
-        expect(Math.abs(a - b), `row ${r} column ${c}: ${cell} vs ${other}`).toBeLessThanOrEqual(
-          1e-9 * Math.max(1, Math.abs(b)),
-        );
-      else expect(cell, `row ${r} column ${c}`).toBe(other);
-    });
-  });
+function dqs({ server, token }: Target, sql: string) {
+  return dqsRows(
+    server,
+    token,
+    sql.replaceAll("{facts}", `"${ACCOUNT}".diff.facts`).replaceAll("{dims}", `"${ACCOUNT}".diff.dims`),
+  );
 }
 
 beforeAll(() => {
@@ -177,7 +144,7 @@ const hasSqlite3 = spawnSync("sqlite3", ["--version"]).status === 0;
 const comparison = hasSqlite3 || process.env.CI ? describe : describe.skip;
 
 comparison.each([
-  { mode: "column images", vars: { COLUMN_IMAGES: "build" }, engine: "sqljs" },
+  { mode: "column images", vars: { COLUMN_IMAGES: "build" } as Record<string, string>, engine: "sqljs" },
   { mode: "CSV", vars: { COLUMN_IMAGES: "off" }, engine: "sqljs" },
   { mode: "table stores", vars: { COLUMN_IMAGES: "build", TABLE_STORE_MIN_ROWS: "1" }, engine: "store" },
 ])("dqs reading $mode against the sqlite3 command-line tool", ({ mode, vars, engine }) => {
