@@ -9,6 +9,7 @@ import { runQuery, type LoadableItem, type QuerySource, type ResultTarget } from
 import { parseTableStoreState, tableStoreStub } from "./store/store-state";
 import { parseTableLayout } from "./table-layout";
 import type { QueryRecord, RunOutcome } from "./query-record";
+import { openObjectStream } from "../storage/object-stream";
 
 /** The parts of a query's Durable Object the run talks to. */
 export interface QueryStateHandle {
@@ -48,8 +49,7 @@ export async function executeQuery(
       };
     },
     async open(item: LoadableItem) {
-      const object = await env.BUCKET.get(item.objectKey);
-      return object?.body ?? null;
+      return openObjectStream(env.BUCKET, item.objectKey);
     },
     async openImage(key) {
       const object = await env.BUCKET.get(key);

@@ -9,6 +9,7 @@ import { IMAGE_FORMAT, VALUES_PER_RECORD, type ColumnImages } from "./engine/col
 import { TransientError } from "./run-limits";
 import { parseTableStoreState, tableStoreStub, type TableStoreState } from "./store/store-state";
 import { parseTableLayout } from "./table-layout";
+import { openObjectStream } from "../storage/object-stream";
 
 /** The queue message that asks for a version's query-ready form: column images, or a table store. */
 export interface PrepareMessage {
@@ -109,7 +110,7 @@ export async function prepareColumnImages(
     layout,
     { rows: item.rowCount, bytes: item.size, name: `${item.name}` },
     {
-      open: async () => (await env.BUCKET.get(item.objectKey))?.body ?? null,
+      open: () => openObjectStream(env.BUCKET, item.objectKey),
       store: async (index, image) => void (await env.BUCKET.put(keys[index]!, image)),
     },
     memoryBudgetBytes,

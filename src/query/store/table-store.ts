@@ -9,6 +9,7 @@ import { limitStops, Stop, TransientError } from "../run-limits";
 import type { TableLayout } from "../table-layout";
 import { fillTable } from "./fill-table";
 import { quotedResultSql, renameTables, unquote } from "./store-sql";
+import { openObjectStream } from "../../storage/object-stream";
 
 /** The table that holds the version's rows; queries name it only through their internal names. */
 const DATA_TABLE = "data";
@@ -45,7 +46,16 @@ export interface StoreQuery {
 }
 
 export type StoreQueryOutcome =
-  | { ok: true; rowCount: number; size: number; columns: ResultColumn[]; loadMs: number; executeMs: number; writeMs: number; bytesLoaded: number }
+  | {
+      ok: true;
+      rowCount: number;
+      size: number;
+      columns: ResultColumn[];
+      loadMs: number;
+      executeMs: number;
+      writeMs: number;
+      bytesLoaded: number;
+    }
   | { ok: false; cancelled: boolean; message: string; transient?: boolean };
 
 /**
@@ -81,13 +91,13 @@ export class TableStore extends DurableObject<Env> {
   private async fill(source: StoreSource, maxStoreBytes: number): Promise<StoreBuildOutcome> {
     const { sql } = this.ctx.storage;
     sql.exec(`DROP TABLE IF EXISTS ${DATA_TABLE}`);
-    const object = await this.env.BUCKET.get(source.objectKey);
-    if (!object) return { ok: false, message: `the stored file of ${source.name} is gone` };
+    const stream = await openObjectStream(this.env.BUCKET, source.objectKey);
+    if (!stream) return { ok: false, message: `the stored file of ${source.name} is gone` };
     const storage = this.ctx.storage;
     const filled = await fillTable(
       { sql, transactionSync: (run) => storage.transactionSync(run) },
       DATA_TABLE,
-      { name: source.name, layout: source.layout, stream: object.body },
+      { name: source.name, layout: source.layout, stream },
       null,
       () => (sql.databaseSize > maxStoreBytes ? storeFull(maxStoreBytes).message : null),
     );
@@ -142,8 +152,13 @@ export class TableStore extends DurableObject<Env> {
     } catch (error) {
       if (targetOpen) await writer.abort().catch(() => {});
       if (error instanceof Stop) return { ok: false, cancelled: error.cancelled, message: error.message };
-      if (error instanceof TransientError) return { ok: false, cancelled: false, transient: true, message: error.message };
-      return { ok: false, cancelled: false, message: `Failed: ${error instanceof Error ? error.message : String(error)}.` };
+      if (error instanceof TransientError)
+        return { ok: false, cancelled: false, transient: true, message: error.message };
+      return {
+        ok: false,
+        cancelled: false,
+        message: `Failed: ${error instanceof Error ? error.message : String(error)}.`,
+      };
     } finally {
       for (const name of broughtIn) this.ctx.storage.sql.exec(`DROP TABLE IF EXISTS "${name}"`);
     }
@@ -157,16 +172,16 @@ export class TableStore extends DurableObject<Env> {
     deadline: number,
     loadedBefore: number,
   ): Promise<number> {
-    const object = await this.env.BUCKET.get(other.source.objectKey).catch((error: unknown) => {
+    const stream = await openObjectStream(this.env.BUCKET, other.source.objectKey).catch((error: unknown) => {
       throw new TransientError(`reading ${other.source.name} failed: ${String(error)}`);
     });
-    if (!object) throw new Stop(`Failed: the data of ${other.source.name} was deleted while the query ran.`);
+    if (!stream) throw new Stop(`Failed: the data of ${other.source.name} was deleted while the query ran.`);
     const { sql } = this.ctx.storage;
     const storage = this.ctx.storage;
     const filled = await fillTable(
       { sql, transactionSync: (run) => storage.transactionSync(run) },
       name,
-      { name: other.source.name, layout: other.source.layout, stream: object.body },
+      { name: other.source.name, layout: other.source.layout, stream },
       other.columns ? new Set(other.columns) : null,
       (bytes) => {
         if (loadedBefore + bytes > request.limits.maxLoadBytes) return limitStops.load(request.limits).message;
@@ -175,7 +190,8 @@ export class TableStore extends DurableObject<Env> {
         return null;
       },
     );
-    if (!filled.ok) throw new Stop(filled.message.startsWith("Failed:") ? filled.message : `Failed: ${filled.message}.`);
+    if (!filled.ok)
+      throw new Stop(filled.message.startsWith("Failed:") ? filled.message : `Failed: ${filled.message}.`);
     return filled.bytes;
   }
 

@@ -1,0 +1,44 @@
+/** Bytes per ranged read: few enough round trips, little held (two at a time). */
+const RANGE_BYTES = 2 * 1024 * 1024;
+
+/**
+ * An R2 object's bytes as a stream of large chunks, read as ranges, the
+ * next one fetched while the current one is consumed; null when the
+ * object does not exist. A plain `get().body` arrives in pieces of a few
+ * KB under `wrangler dev` (19,000 of them for a 78 MB file), and the
+ * per-piece work of a reader then costs more than the parsing itself.
+ */
+export async function openObjectStream(
+  bucket: R2Bucket,
+  key: string,
+  rangeBytes = RANGE_BYTES,
+): Promise<ReadableStream<Uint8Array> | null> {
+  const head = await bucket.head(key);
+  if (!head) return null;
+  const size = head.size;
+  const read = async (offset: number): Promise<Uint8Array> => {
+    // The same version throughout: a key rewritten meanwhile fails the read rather than mixing two objects.
+    const part = await bucket.get(key, {
+      range: { offset, length: Math.min(rangeBytes, size - offset) },
+      onlyIf: { etagMatches: head.etag },
+    });
+    if (!part || !("body" in part)) throw new Error(`${key} changed or disappeared while it was read`);
+    return new Uint8Array(await part.arrayBuffer());
+  };
+  let offset = 0;
+  let next: Promise<Uint8Array> | null = size > 0 ? read(0) : null;
+  return new ReadableStream<Uint8Array>({
+    async pull(controller) {
+      if (!next) return controller.close();
+      const bytes = await next;
+      offset += bytes.byteLength;
+      next = offset < size && bytes.byteLength > 0 ? read(offset) : null;
+      // Keep the prefetch from being reported as unhandled if the reader stops early.
+      next?.catch(() => {});
+      controller.enqueue(bytes);
+    },
+    cancel() {
+      next = null;
+    },
+  });
+}
