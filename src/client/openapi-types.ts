@@ -1684,7 +1684,7 @@ export interface components {
             RowCount: number | null;
             /** @description Bytes of CSV the query loaded */
             BytesLoaded: number | null;
-            /** @description Peak memory the query held (WebAssembly heap and database pages) */
+            /** @description Peak memory the query held in sql.js (WebAssembly heap, database pages, column images); null for a query run in a table store */
             PeakMemoryBytes: number | null;
             Timings: {
                 QueueWaitMs: number;

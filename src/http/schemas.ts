@@ -108,11 +108,10 @@ const QueryStatusData = z
     Size: z.number().int().openapi({ format: "int64", description: "Result file size in bytes; 0 until it succeeds" }),
     RowCount: z.number().int().nullable().openapi({ description: "Rows in the result" }),
     BytesLoaded: z.number().int().nullable().openapi({ description: "Bytes of CSV the query loaded" }),
-    PeakMemoryBytes: z
-      .number()
-      .int()
-      .nullable()
-      .openapi({ description: "Peak memory the query held (WebAssembly heap and database pages)" }),
+    PeakMemoryBytes: z.number().int().nullable().openapi({
+      description:
+        "Peak memory the query held in sql.js (WebAssembly heap, database pages, column images); null for a query run in a table store",
+    }),
     Timings: z
       .object({ QueueWaitMs: z.number(), LoadMs: z.number(), ExecuteMs: z.number(), WriteMs: z.number() })
       .nullable(),

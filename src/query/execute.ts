@@ -94,7 +94,7 @@ export async function executeQuery(
       engine: outcome.engine,
       message: outcome.message,
       bytesLoaded: outcome.bytesLoaded,
-      peakMemoryBytes: outcome.peakMemoryBytes,
+      peakMemoryBytes: heldInSqlJs(outcome),
       timings,
     };
   }
@@ -104,7 +104,7 @@ export async function executeQuery(
     size: outcome.size,
     rowCount: outcome.rowCount,
     bytesLoaded: outcome.bytesLoaded,
-    peakMemoryBytes: outcome.peakMemoryBytes,
+    peakMemoryBytes: heldInSqlJs(outcome),
     timings,
     resultKey: key,
     resultColumns: outcome.columns,
@@ -119,4 +119,9 @@ function withStoreDefaults(limits: QueryLimits): QueryLimits {
     storeMinRows: limits.storeMinRows ?? 250_000,
     maxStoreBytes: limits.maxStoreBytes ?? 8 * 1024 ** 3,
   };
+}
+
+/** PeakMemoryBytes is what sql.js held; a query run in a table store held none of it (null). */
+function heldInSqlJs(outcome: { engine: string; peakMemoryBytes: number }): number | null {
+  return outcome.engine === "store" ? null : outcome.peakMemoryBytes;
 }

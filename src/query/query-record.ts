@@ -57,7 +57,7 @@ export type RunOutcome =
       size: number;
       rowCount: number;
       bytesLoaded: number;
-      peakMemoryBytes: number;
+      peakMemoryBytes: number | null;
       timings: QueryTimings;
       resultKey: string;
       resultColumns: ResultColumn[];
@@ -68,6 +68,6 @@ export type RunOutcome =
       engine?: "sqljs" | "store";
       message: string;
       bytesLoaded?: number;
-      peakMemoryBytes?: number;
+      peakMemoryBytes?: number | null;
       timings?: Partial<QueryTimings>;
     };

@@ -1,5 +1,5 @@
 import { StorageClass } from "../result/csv";
-import { asciiLowerCase, isIdentifier, tokenize } from "../sql/tokenizer";
+import { asciiLowerCase, isIdentifier, significantTokens, tokenize } from "../sql/tokenizer";
 import { quoteIdentifier } from "../table-layout";
 
 /**
@@ -32,7 +32,13 @@ export function renameTables(sql: string, tables: ReadonlyMap<string, string>): 
  */
 export function quotedResultSql(sql: string, columnCount: number): string {
   const names = Array.from({ length: columnCount }, (_, i) => `"c${i}"`);
-  const body = sql.replace(/[\s;]+$/, "");
+  // Up to the last token of the statement: a trailing `;` or comment would not fit inside the parentheses.
+  const tokenized = tokenize(sql);
+  if (!tokenized.ok) throw new Error(tokenized.message);
+  const last = significantTokens(tokenized.tokens)
+    .filter((token) => token.kind !== "semicolon")
+    .at(-1);
+  const body = sql.slice(0, last?.end ?? 0);
   return `WITH "__dqs_result"(${names.join(",")}) AS (\n${body}\n)\nSELECT ${names.map((n) => `quote(${n})`).join(",")} FROM "__dqs_result"`;
 }
 
@@ -44,7 +50,8 @@ export function unquote(text: string): [unknown, StorageClass] {
     return [inner.includes("''") ? inner.replace(/''/g, "'") : inner, StorageClass.Text];
   }
   if (text === "NULL") return [null, StorageClass.Null];
-  if ((first === 88 || first === 120) /* X */ && text.charCodeAt(1) === 39) return [fromHex(text.slice(2, -1)), StorageClass.Blob];
+  if ((first === 88 || first === 120) /* X */ && text.charCodeAt(1) === 39)
+    return [fromHex(text.slice(2, -1)), StorageClass.Blob];
   // quote() writes a REAL with a decimal point or an exponent, exactly enough digits to read back the same double.
   if (/[.eEnN]/.test(text)) return [Number(text), StorageClass.Float];
   return [text, StorageClass.Integer];

@@ -10,7 +10,7 @@ const SALES: Record<string, MemoryItem> = {
       ["paid", "BOOLEAN"],
       ["day", "DATE"],
     ],
-    data: "id,region,amount,paid,day\n1,north,10.5,true,2024-01-02\n2,south,3,false,2024-01-03\n3,north,,true,\n4,\"we,st\",9007199254740993,false,2024-02-01\n",
+    data: 'id,region,amount,paid,day\n1,north,10.5,true,2024-01-02\n2,south,3,false,2024-01-03\n3,north,,true,\n4,"we,st",9007199254740993,false,2024-02-01\n',
   },
   "alice.shop.regions": {
     columns: [
@@ -31,6 +31,7 @@ describe("table store", () => {
       "SELECT rowid, id FROM alice.shop.sales WHERE paid ORDER BY rowid DESC",
       "SELECT * FROM (VALUES (1, 'a'), (2, 'b')) JOIN alice.shop.regions",
       "WITH t AS (SELECT id FROM alice.shop.sales) SELECT count(*) FROM t;",
+      "SELECT id FROM alice.shop.sales ORDER BY id DESC; -- the last ones first\n;  /* done */",
     ];
     for (const sql of queries) {
       const sqljs = await runEngine(sql, SALES);
