@@ -6,9 +6,12 @@ import { csvCell, runEngine, seededRandom, type MemoryItem } from "../support/en
 // The same generated rows, queried two ways: through the engine (CSV file,
 // typed loading, name rewriting, column pruning, result CSV) and straight in
 // sql.js after plain INSERTs of SQL literals. The answers must agree cell by
-// cell, both when the engine loads the CSV and when it reads the column
-// images the queue builds after an upload. Both sides run the same SQLite, so this checks everything the engine
-// adds around it; agreement with the sqlite3 tool is test/e2e/differential.e2e.ts.
+// cell when the engine loads the CSV, when it reads the column images the
+// queue builds after an upload, and when it runs the query in a table store
+// (workerd's own SQLite in a Durable Object, filled from the CSV). The first
+// two run the same SQLite as the reference, so they check everything the
+// engine adds around it; agreement with the sqlite3 tool is
+// test/e2e/differential.e2e.ts.
 
 // Not a multiple of 16, so the column images end in a partly filled record.
 const ROWS = 2003;
@@ -196,7 +199,7 @@ function expectSameCell(actual: string, expected: Value, where: string): void {
   } else expect(actual, where).toBe(expected);
 }
 
-describe.each(["csv", "images"] as const)(
+describe.each(["csv", "images", "store"] as const)(
   "the engine (reading %s) against sql.js with the same rows inserted directly",
   (mode) => {
     it("should hold the same generated data on both sides", async () => {
@@ -225,6 +228,7 @@ describe.each(["csv", "images"] as const)(
       expect(rows.length).toBe(expected.rows.length);
       expect(rows.length).toBeGreaterThan(0);
       if (mode === "images") expect(run.source.opened, "no CSV is read").toEqual([]);
+      if (mode === "store") expect(run.outcome.engine).toBe("store");
       rows.forEach((row, r) => {
         expect(row.length).toBe(expected.names.length);
         row.forEach((cell, c) => expectSameCell(cell, expected.rows[r]![c]!, `row ${r + 1}, column ${c + 1}`));
