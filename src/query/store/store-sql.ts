@@ -24,11 +24,14 @@ export function renameTables(sql: string, tables: ReadonlyMap<string, string>): 
 
 /**
  * The query wrapped so that each result value comes back as SQLite's
- * `quote()` of it: one evaluation per value, and text that tells INTEGER
- * from REAL and keeps 64-bit integers whole, which a Durable Object's
- * numbers cannot. The common table expression takes the query's column
- * count (known from the sql.js check) and only a SELECT or VALUES can stand
- * inside it; the query's own ORDER BY decides the order of the rows.
+ * `quote()` of it, which tells INTEGER from REAL and keeps 64-bit integers
+ * whole (a Durable Object's numbers cannot), and, for text holding a NUL
+ * (where `quote()` stops), the text itself. The common table expression
+ * takes the query's column count (known from the sql.js check), and only a
+ * SELECT or VALUES can stand inside it. The two `LIMIT -1` keep SQLite from
+ * flattening the query into the wrapper, which would evaluate each result
+ * expression once per reference (`random()` would differ between the two);
+ * the query's own ORDER BY still decides the order of the rows.
  */
 export function quotedResultSql(sql: string, columnCount: number): string {
   const names = Array.from({ length: columnCount }, (_, i) => `"c${i}"`);
@@ -39,13 +42,26 @@ export function quotedResultSql(sql: string, columnCount: number): string {
     .filter((token) => token.kind !== "semicolon")
     .at(-1);
   const body = sql.slice(0, last?.end ?? 0);
-  return `WITH "__dqs_result"(${names.join(",")}) AS (\n${body}\n)\nSELECT ${names.map((n) => `quote(${n})`).join(",")} FROM "__dqs_result"`;
+  const values = names.map(
+    (n) => `quote(${n}), CASE WHEN typeof(${n}) = 'text' AND instr(${n}, char(0)) > 0 THEN ${n} END`,
+  );
+  return `WITH "__dqs_result"(${names.join(",")}) AS (SELECT * FROM (\n${body}\n) LIMIT -1)\nSELECT ${values.join(", ")} FROM "__dqs_result" LIMIT -1`;
 }
 
-/** One value of a quoted result (see quotedResultSql) as the result writer takes it. */
-export function unquote(text: string): [unknown, StorageClass] {
+/** True when `sql` holds more than one statement (a `;` followed by more than trivia). */
+export function hasMoreThanOneStatement(sql: string): boolean {
+  const tokenized = tokenize(sql);
+  if (!tokenized.ok) return true;
+  const tokens = significantTokens(tokenized.tokens);
+  const firstSemicolon = tokens.findIndex((token) => token.kind === "semicolon");
+  return firstSemicolon !== -1 && tokens.slice(firstSemicolon).some((token) => token.kind !== "semicolon");
+}
+
+/** One value of a quoted result (see quotedResultSql): its quote() text, and the text itself if it holds a NUL. */
+export function unquote(text: string, whole: unknown): [unknown, StorageClass] {
   const first = text.charCodeAt(0);
   if (first === 39 /* ' */) {
+    if (typeof whole === "string") return [whole, StorageClass.Text];
     const inner = text.slice(1, -1);
     return [inner.includes("''") ? inner.replace(/''/g, "'") : inner, StorageClass.Text];
   }

@@ -3,9 +3,7 @@ import type { StoreEmptier } from "../../storage/orphans";
 
 /** What the catalog says of a version's table store (data_items.table_store). */
 export type TableStoreState =
-  | { state: "building" }
-  | { state: "ready"; rows: number; bytes: number }
-  | { state: "failed"; message: string };
+  { state: "building" } | { state: "ready"; rows: number; bytes: number } | { state: "failed"; message: string };
 
 /** The catalog's JSON, or null for a version without a store. */
 export function parseTableStoreState(json: string | null | undefined): TableStoreState | null {

@@ -6,14 +6,16 @@ import type { ResultColumn } from "../query-record";
 import { StorageClass } from "../result/csv";
 import { ResultWriter, type ResultTarget } from "../result/writer";
 import { limitStops, Stop, TransientError } from "../run-limits";
-import type { TableLayout } from "../table-layout";
 import { fillTable } from "./fill-table";
-import { quotedResultSql, renameTables, unquote } from "./store-sql";
+import { internalTableName } from "../sql/internal-names";
+import { tokenize } from "../sql/tokenizer";
+import { quoteIdentifier, type TableLayout } from "../table-layout";
+import { hasMoreThanOneStatement, quotedResultSql, renameTables, unquote } from "./store-sql";
 import { openObjectStream } from "../../storage/object-stream";
 
-/** The table that holds the version's rows; queries name it only through their internal names. */
-const DATA_TABLE = "data";
 const BUILT_KEY = "built";
+/** Internal table names, as the engine writes them (t0, t1, …); anything else in a request is refused. */
+const INTERNAL_NAME = /^t\d+$/;
 /** Between rows, the store looks at the clock and cancellation this often. */
 const CHECK_EVERY_ROWS = 1024;
 const CANCEL_CHECK_MS = 1000;
@@ -72,7 +74,7 @@ export class TableStore extends DurableObject<Env> {
 
   /** Fills the store from the stored CSV, once; a second call returns the first one's outcome. */
   async build(source: StoreSource, maxStoreBytes: number): Promise<StoreBuildOutcome> {
-    const built = await this.ctx.storage.get<{ rows: number }>(BUILT_KEY);
+    const built = await this.ctx.storage.get<Built>(BUILT_KEY);
     if (built) return { ok: true, rows: built.rows, bytes: this.ctx.storage.sql.databaseSize };
     this.building ??= this.fill(source, maxStoreBytes).finally(() => (this.building = null));
     return this.building;
@@ -85,41 +87,55 @@ export class TableStore extends DurableObject<Env> {
 
   /** How many rows the store holds, or null before it is built. */
   async rows(): Promise<number | null> {
-    return (await this.ctx.storage.get<{ rows: number }>(BUILT_KEY))?.rows ?? null;
+    return (await this.ctx.storage.get<Built>(BUILT_KEY))?.rows ?? null;
   }
 
+  /**
+   * Fills a table named at random (a query's own common table expression
+   * could otherwise shadow a fixed name), dropping any half-filled one of a
+   * build that stopped.
+   */
   private async fill(source: StoreSource, maxStoreBytes: number): Promise<StoreBuildOutcome> {
     const { sql } = this.ctx.storage;
-    sql.exec(`DROP TABLE IF EXISTS ${DATA_TABLE}`);
+    for (const { name } of sql
+      .exec<{ name: string }>(`SELECT name FROM sqlite_master WHERE type = 'table' AND name LIKE 'data_%'`)
+      .toArray())
+      sql.exec(`DROP TABLE ${quoteIdentifier(name)}`);
+    const table = `data_${randomToken(12).replace(/[^A-Za-z0-9]/g, "x")}`;
     const stream = await openObjectStream(this.env.BUCKET, source.objectKey);
     if (!stream) return { ok: false, message: `the stored file of ${source.name} is gone` };
     const storage = this.ctx.storage;
     const filled = await fillTable(
       { sql, transactionSync: (run) => storage.transactionSync(run) },
-      DATA_TABLE,
+      table,
       { name: source.name, layout: source.layout, stream },
       null,
       () => (sql.databaseSize > maxStoreBytes ? storeFull(maxStoreBytes).message : null),
     );
-    if (!filled.ok) {
-      sql.exec(`DROP TABLE IF EXISTS ${DATA_TABLE}`);
-      return filled;
+    const problem = !filled.ok
+      ? filled.message
+      : filled.rows !== source.rows
+        ? `${source.name} has ${filled.rows} rows, the catalog says ${source.rows}`
+        : sql.databaseSize > maxStoreBytes
+          ? storeFull(maxStoreBytes).message
+          : null;
+    if (problem !== null || !filled.ok) {
+      sql.exec(`DROP TABLE IF EXISTS ${quoteIdentifier(table)}`);
+      return { ok: false, message: problem ?? "the build failed" };
     }
-    if (filled.rows !== source.rows) {
-      sql.exec(`DROP TABLE ${DATA_TABLE}`);
-      return { ok: false, message: `${source.name} has ${filled.rows} rows, the catalog says ${source.rows}` };
-    }
-    await this.ctx.storage.put(BUILT_KEY, { rows: filled.rows });
+    await this.ctx.storage.put(BUILT_KEY, { rows: filled.rows, table } satisfies Built);
     return { ok: true, rows: filled.rows, bytes: sql.databaseSize };
   }
 
   /** Runs one query over this store's rows (and the other items it names, brought in) into its result object. */
   async query(request: StoreQuery): Promise<StoreQueryOutcome> {
-    if (!(await this.rows()))
-      return { ok: false, cancelled: false, transient: true, message: "the table store is not built" };
+    const built = await this.ctx.storage.get<Built>(BUILT_KEY);
+    if (!built) return { ok: false, cancelled: false, transient: true, message: "the table store is not built" };
+    const refused = refusal(request);
+    if (refused) return { ok: false, cancelled: false, message: refused };
     const started = Date.now();
     const deadline = started + request.timeLeftMs;
-    const tables = new Map([[request.hostAlias.toLowerCase(), DATA_TABLE]]);
+    const tables = new Map([[request.hostAlias.toLowerCase(), built.table]]);
     const broughtIn: string[] = [];
     const writer = new R2StreamWriter(this.env.BUCKET, request.resultKey, () => ({
       httpMetadata: { contentType: "text/csv; charset=utf-8" },
@@ -160,7 +176,7 @@ export class TableStore extends DurableObject<Env> {
         message: `Failed: ${error instanceof Error ? error.message : String(error)}.`,
       };
     } finally {
-      for (const name of broughtIn) this.ctx.storage.sql.exec(`DROP TABLE IF EXISTS "${name}"`);
+      for (const name of broughtIn) this.ctx.storage.sql.exec(`DROP TABLE IF EXISTS ${quoteIdentifier(name)}`);
     }
   }
 
@@ -204,7 +220,7 @@ export class TableStore extends DurableObject<Env> {
     const classes: StorageClass[] = new Array(request.names.length);
     let lastCancelCheck = Date.now();
     for (let row = cursor.first; row; row = next(cursor.rest)) {
-      for (let i = 0; i < row.length; i++) [values[i], classes[i]] = unquote(row[i] as string);
+      for (let i = 0; i < values.length; i++) [values[i], classes[i]] = unquote(row[2 * i] as string, row[2 * i + 1]);
       await writer.row(values, classes);
       if (writer.rowCount % CHECK_EVERY_ROWS !== 0) continue;
       const now = Date.now();
@@ -241,6 +257,27 @@ export class TableStore extends DurableObject<Env> {
       return false;
     }
   }
+}
+
+/** What the store keeps once built: the row count and the table that holds the rows. */
+interface Built {
+  rows: number;
+  table: string;
+}
+
+/**
+ * Checks a request as the engine would have made it, so a caller that
+ * bypasses the engine cannot write or read beyond its tables: internal names
+ * only, one statement, and none of SQLite's or the object's own tables.
+ */
+function refusal(request: StoreQuery): string | null {
+  const aliases = [request.hostAlias, ...request.others.map((other) => other.alias)];
+  if (!aliases.every((alias) => INTERNAL_NAME.test(alias))) return "Failed: the request names tables it may not.";
+  if (hasMoreThanOneStatement(request.sql)) return "Failed: Only one statement is allowed.";
+  const tokens = tokenize(request.sql);
+  const internal = tokens.ok ? internalTableName(tokens.tokens) : null;
+  if (!tokens.ok || internal) return `Failed: ${internal ?? "the query"} is not a data item.`;
+  return null;
 }
 
 function next(cursor: Iterator<unknown[]>): unknown[] | null {

@@ -147,15 +147,17 @@ describe("limits in a table store", () => {
     expect(await stub.build(source, limitsWith().maxStoreBytes)).toMatchObject({ ok: true, rows });
   });
 
-  // Bug: the size is checked only before each range of the file is read (2 MiB), never after the last one's rows are
-  // committed, so a store ends above the limit and counts as built.
-  it.fails("should not report as built a store that ends above TABLE_STORE_MAX_BYTES", async () => {
+  // The size is checked before each range of the file is read (2 MiB) and again once the last rows are in.
+  it("should not report as built a store that ends above TABLE_STORE_MAX_BYTES", async () => {
     const { stub, source } = await storeSource(BIG, ROWS);
 
     const built = await stub.build(source, 8192);
 
-    expect(built.ok && built.bytes).toBeGreaterThan(8192);
-    expect(built.ok).toBe(false);
+    expect(built).toEqual({
+      ok: false,
+      message: "Failed: the table store would hold more than the limit of 8192 bytes (TABLE_STORE_MAX_BYTES).",
+    });
+    expect(await stub.rows()).toBeNull();
   });
 });
 
