@@ -173,7 +173,7 @@ export class TableStore extends DurableObject<Env> {
       return {
         ok: false,
         cancelled: false,
-        message: `Failed: ${error instanceof Error ? error.message : String(error)}.`,
+        message: `Failed: ${sqliteMessage(error)}.`,
       };
     } finally {
       for (const name of broughtIn) this.ctx.storage.sql.exec(`DROP TABLE IF EXISTS ${quoteIdentifier(name)}`);
@@ -278,6 +278,12 @@ function refusal(request: StoreQuery): string | null {
   const internal = tokens.ok ? internalTableName(tokens.tokens) : null;
   if (!tokens.ok || internal) return `Failed: ${internal ?? "the query"} is not a data item.`;
   return null;
+}
+
+/** SQLite's message as sql.js gives it, without the Durable Object's " at offset 7: SQLITE_ERROR". */
+function sqliteMessage(error: unknown): string {
+  const message = error instanceof Error ? error.message : String(error);
+  return message.replace(/( at offset \d+)?: SQLITE_[A-Z_]+$/, "");
 }
 
 function next(cursor: Iterator<unknown[]>): unknown[] | null {

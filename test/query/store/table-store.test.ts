@@ -58,3 +58,15 @@ describe("table store", () => {
     }
   });
 });
+
+describe("SQLite's messages from a table store", () => {
+  it("should read as sql.js's do, without the Durable Object's offset and code", async () => {
+    const run = await runEngine("SELECT sqlite_version() FROM alice.shop.sales", SALES, { mode: "store" });
+
+    expect(run.outcome).toMatchObject({
+      ok: false,
+      engine: "store",
+      message: "Failed: not authorized to use function: sqlite_version.",
+    });
+  });
+});
