@@ -77,6 +77,19 @@ export class Client {
       throw new Error(`creating dataset ${account}/${dataset}: ${response.status} ${await response.text()}`);
   }
 
+  /** Gives `grantee` (an account that has logged in once) read or write access to a dataset. */
+  async grant(account: string, dataset: string, grantee: string, permission: "read" | "write"): Promise<void> {
+    const response = await fetch(`${this.baseUrl}/v1/dataset/${account}/${dataset}/grants/${grantee}`, {
+      method: "PUT",
+      headers: { ...this.auth, "content-type": "application/json" },
+      body: JSON.stringify({ Permission: permission }),
+    });
+    if (response.status !== 200)
+      throw new Error(
+        `granting ${grantee} ${permission} on ${account}/${dataset}: ${response.status} ${await response.text()}`,
+      );
+  }
+
   /**
    * Uploads a file through the multipart endpoint, streamed from disk (the
    * bench never holds it whole) with a Content-Length, as `curl -F` sends it.
@@ -87,55 +100,13 @@ export class Client {
     dataName: string,
     path: string,
   ): Promise<{ status: number; message: string; seconds: number }> {
-    const boundary = `----dqs-bench-${Math.random().toString(16).slice(2)}`;
-    const head = Buffer.from(
-      `--${boundary}\r\nContent-Disposition: form-data; name="Data"; filename="${basename(path)}"\r\n` +
-        `Content-Type: application/octet-stream\r\n\r\n`,
-    );
-    const tail = Buffer.from(`\r\n--${boundary}--\r\n`);
-    const length = head.byteLength + statSync(path).size + tail.byteLength;
-    const url = new URL(`${this.baseUrl}/v1/data/${account}/${dataset}/${dataName}`);
-    const started = performance.now();
-    return new Promise((resolve, reject) => {
-      const req = request(
-        url,
-        {
-          method: "POST",
-          headers: {
-            ...this.auth,
-            "content-type": `multipart/form-data; boundary=${boundary}`,
-            "content-length": String(length),
-          },
-        },
-        (res) => {
-          let text = "";
-          res.setEncoding("utf8");
-          res.on("data", (chunk: string) => (text += chunk));
-          res.on("end", () => {
-            const seconds = (performance.now() - started) / 1000;
-            let message = text;
-            try {
-              message = (JSON.parse(text) as { Message?: string }).Message ?? text;
-            } catch {
-              // not JSON
-            }
-            resolve({ status: res.statusCode ?? 0, message, seconds });
-          });
-          res.on("error", reject);
-        },
-      );
-      req.on("error", reject);
-      req.write(head);
-      const file = createReadStream(path, { highWaterMark: 256 * 1024 });
-      file.on("error", (error) => req.destroy(error));
-      file.on("end", () => req.end(tail));
-      file.pipe(req, { end: false });
-    });
+    return postMultipart(new URL(`${this.baseUrl}/v1/data/${account}/${dataset}/${dataName}`), path, this.auth);
   }
 
   /**
-   * Polls the experimental storage endpoint until the data item's column
-   * images are built (QueryReady), every 100 ms. `seconds` runs from the
+   * Polls the experimental storage endpoint until the data item is
+   * query-ready (QueryReady: its column images, or its table store, built),
+   * every 100 ms; a table store that failed ends the wait. `seconds` runs from the
    * call, which the bench makes as soon as the upload answered.
    */
   async waitQueryReady(
@@ -143,7 +114,7 @@ export class Client {
     dataset: string,
     dataName: string,
     timeoutMs = 300_000,
-  ): Promise<{ ready: boolean; seconds: number; imageBytes: number[] | null }> {
+  ): Promise<{ ready: boolean; seconds: number; imageBytes: number[] | null; tableStore: TableStoreInfo | null }> {
     const started = performance.now();
     for (;;) {
       const response = await fetch(`${this.baseUrl}/v1/data/${account}/${dataset}/${dataName}/metadata/storage`, {
@@ -152,9 +123,14 @@ export class Client {
       const seconds = (performance.now() - started) / 1000;
       if (response.status !== 200)
         throw new Error(`storage of ${dataName}: ${response.status} ${await response.text()}`);
-      const body = (await response.json()) as { Data: { QueryReady: boolean; ColumnImageBytes: number[] | null } };
-      if (body.Data.QueryReady) return { ready: true, seconds, imageBytes: body.Data.ColumnImageBytes };
-      if (seconds * 1000 > timeoutMs) return { ready: false, seconds, imageBytes: null };
+      const body = (await response.json()) as {
+        Data: { QueryReady: boolean; ColumnImageBytes: number[] | null; TableStore?: TableStoreInfo | null };
+      };
+      const tableStore = body.Data.TableStore ?? null;
+      if (body.Data.QueryReady) return { ready: true, seconds, imageBytes: body.Data.ColumnImageBytes, tableStore };
+      // A store that failed to build never becomes ready: no point waiting for it.
+      if (seconds * 1000 > timeoutMs || tableStore?.State === "failed")
+        return { ready: false, seconds, imageBytes: null, tableStore };
       await new Promise((resolve) => setTimeout(resolve, 100));
     }
   }
@@ -246,6 +222,62 @@ export class Client {
   }
 }
 
+/**
+ * POSTs a file as one multipart/form-data part named `Data`, streamed from
+ * disk in 256 KiB reads, with a Content-Length; `seconds` runs from the
+ * request's start to the end of the response. dqs's upload and the upload
+ * floor's Worker get the very same bytes this way.
+ */
+export function postMultipart(
+  url: URL,
+  path: string,
+  headers: Record<string, string> = {},
+): Promise<{ status: number; message: string; seconds: number }> {
+  const boundary = `----dqs-bench-${Math.random().toString(16).slice(2)}`;
+  const head = Buffer.from(
+    `--${boundary}\r\nContent-Disposition: form-data; name="Data"; filename="${basename(path)}"\r\n` +
+      `Content-Type: application/octet-stream\r\n\r\n`,
+  );
+  const tail = Buffer.from(`\r\n--${boundary}--\r\n`);
+  const length = head.byteLength + statSync(path).size + tail.byteLength;
+  const started = performance.now();
+  return new Promise((resolve, reject) => {
+    const req = request(
+      url,
+      {
+        method: "POST",
+        headers: {
+          ...headers,
+          "content-type": `multipart/form-data; boundary=${boundary}`,
+          "content-length": String(length),
+        },
+      },
+      (res) => {
+        let text = "";
+        res.setEncoding("utf8");
+        res.on("data", (chunk: string) => (text += chunk));
+        res.on("end", () => {
+          const seconds = (performance.now() - started) / 1000;
+          let message = text;
+          try {
+            message = (JSON.parse(text) as { Message?: string }).Message ?? text;
+          } catch {
+            // not JSON
+          }
+          resolve({ status: res.statusCode ?? 0, message, seconds });
+        });
+        res.on("error", reject);
+      },
+    );
+    req.on("error", reject);
+    req.write(head);
+    const file = createReadStream(path, { highWaterMark: 256 * 1024 });
+    file.on("error", (error) => req.destroy(error));
+    file.on("end", () => req.end(tail));
+    file.pipe(req, { end: false });
+  });
+}
+
 export interface Answer {
   status: number;
   text: string;
@@ -284,6 +316,16 @@ export interface QueryStatus {
   BytesLoaded: number | null;
   PeakMemoryBytes: number | null;
   Timings: { QueueWaitMs: number; LoadMs: number; ExecuteMs: number; WriteMs: number } | null;
+  /** Which engine ran it (null until it ran; absent before issue 12). */
+  Engine?: "sqljs" | "store" | null;
+}
+
+/** The storage endpoint's `TableStore` (issue 12): null for a version without one. */
+export interface TableStoreInfo {
+  State: "building" | "ready" | "failed";
+  Rows: number | null;
+  Bytes: number | null;
+  Message: string | null;
 }
 
 export type QueryRun =

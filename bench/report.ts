@@ -1,5 +1,5 @@
-/** Medians and spreads over the runs, the targets of issue 6, and the Markdown table. */
-import type { QueryStatus } from "./dqs.ts";
+/** Medians and spreads over the runs, the targets of issues 6 and 12, and the Markdown tables. */
+import type { QueryStatus, TableStoreInfo } from "./dqs.ts";
 import type { BenchFile } from "./generate.ts";
 import type { HeapReport, HeldReport } from "./inspector.ts";
 import type { RssReport } from "./server.ts";
@@ -38,6 +38,14 @@ export interface CaseRun {
   notes: string[];
   sqlite3: Timed | null;
   duckdb: Timed | null;
+  /** Repeat: the sqlite3 tool querying the database file it imported before (the statement's own time). */
+  sqlite3Query: Timed | null;
+  /** Repeat: DuckDB querying the table it loaded before (the query alone). */
+  duckdbQuery: Timed | null;
+  /** Which engine ran the dqs query (the status's `Engine`: "sqljs" or "store"). */
+  engine: string | null;
+  /** Memory pass: the Worker whose isolate was read (a store query runs in the API Worker's). */
+  isolateWorker: string | null;
   matchesSqlite3: boolean | null;
   matchesDuckdb: boolean | null;
   mismatches: string[];
@@ -61,6 +69,47 @@ export interface UploadRun {
   readySeconds: number | null;
   /** Bytes of each column's image once built. */
   imageBytes: number[] | null;
+  /** The storage endpoint's TableStore once ready (or failed), null for a version without one. */
+  tableStore: TableStoreInfo | null;
+  /** The upload floor's seconds for the same bytes, right before (timed runs; null without a floor). */
+  floorSeconds: number | null;
+  floorOk: boolean | null;
+  floorMessage: string | null;
+}
+
+/** First answer: from the upload's start to Q1's result downloaded, Q1 submitted as soon as the upload answered. */
+export interface FirstAnswerRun {
+  run: number;
+  file: BenchFile["label"];
+  ok: boolean;
+  seconds: number;
+  uploadSeconds: number;
+  querySeconds: number;
+  engine: string | null;
+  timings: QueryStatus["Timings"] | null;
+  message: string | null;
+  /** Its rows against the sqlite3 reference's for Q1 in the same run (null: not compared). */
+  matchesSqlite3: boolean | null;
+  mismatch: string | null;
+}
+
+/** N users' Q1 on the 5m file at once. */
+export interface ConcurrencyRun {
+  file: string;
+  query: string;
+  users: number;
+  wall_s: number;
+  queries: {
+    user: number;
+    ok: boolean;
+    seconds: number;
+    ended_s: number;
+    engine: string | null;
+    queue_wait_s: number | null;
+    execute_s: number | null;
+    same_rows_as_first: boolean | null;
+    message: string | null;
+  }[];
 }
 
 /** Which isolate the memory pass read for uploads (the API Worker) or queries (the engine Worker), and how it knew. */
@@ -90,6 +139,8 @@ interface SummaryInput {
   queries: { id: string; sql: string }[];
   uploads: UploadRun[];
   cases: CaseRun[];
+  firstAnswers: FirstAnswerRun[];
+  concurrency: ConcurrencyRun | null;
   /** The untimed pass with DevTools attached, for the isolate's memory. */
   memory: { uploads: UploadRun[]; cases: CaseRun[] };
   /** The memory pass's sessions (empty without one). */
@@ -137,6 +188,9 @@ function summarizeCase(runs: CaseRun[], file: BenchFile, sql: string, memoryRuns
   };
   const sqlite3 = engine((r) => r.sqlite3);
   const duckdb = engine((r) => r.duckdb);
+  const sqlite3Query = engine((r) => r.sqlite3Query);
+  const duckdbQuery = engine((r) => r.duckdbQuery);
+  const engines = [...new Set(runs.flatMap((r) => (r.engine ? [r.engine] : [])))];
   const other = ok.flatMap((r) => {
     const t = r.status.Timings;
     return t ? [r.seconds - (t.QueueWaitMs + t.LoadMs + t.ExecuteMs + t.WriteMs) / 1000] : [];
@@ -164,6 +218,20 @@ function summarizeCase(runs: CaseRun[], file: BenchFile, sql: string, memoryRuns
     duckdb_error: duckdb.error,
     dqs_over_sqlite3: round(ratio(dqs.median, sqlite3.median), 3),
     dqs_over_duckdb: round(ratio(dqs.median, duckdb.median), 3),
+    /** Which engine ran the query in dqs ("sqljs" or "store"; both, comma-separated, if the runs differed). */
+    engine: engines.length ? engines.join(", ") : null,
+    /** Repeat: the sqlite3 tool on the database file it imported before, the statement's own time (`.timer`). */
+    sqlite3_query_s: sqlite3Query.median,
+    sqlite3_query_min_s: sqlite3Query.min,
+    sqlite3_query_max_s: sqlite3Query.max,
+    sqlite3_query_error: sqlite3Query.error,
+    /** Repeat: DuckDB on the table it loaded before, the query alone. */
+    duckdb_query_s: duckdbQuery.median,
+    duckdb_query_min_s: duckdbQuery.min,
+    duckdb_query_max_s: duckdbQuery.max,
+    duckdb_query_error: duckdbQuery.error,
+    dqs_over_sqlite3_query: round(ratio(dqs.median, sqlite3Query.median), 3),
+    dqs_over_duckdb_query: round(ratio(dqs.median, duckdbQuery.median), 3),
     held_bytes_per_csv_byte: round(ratio(peak, file.csvBytes), 3),
     peak_memory_bytes: peak,
     peak_memory_max_bytes: max(withPeak),
@@ -198,6 +266,8 @@ function summarizeCase(runs: CaseRun[], file: BenchFile, sql: string, memoryRuns
     isolate_peak_total_incl_garbage_bytes: median(
       memoryRuns.flatMap((r) => (r.isolatePeakTotal !== null ? [r.isolatePeakTotal] : [])),
     ),
+    /** The memory pass read the isolate of this Worker (where the query runs). */
+    isolate_worker: memoryRuns.find((r) => r.isolateWorker)?.isolateWorker ?? null,
     notes: runs.flatMap((r) => r.notes),
     per_run: runs.map((r) => ({
       run: r.run,
@@ -210,6 +280,9 @@ function summarizeCase(runs: CaseRun[], file: BenchFile, sql: string, memoryRuns
       workerd_rss_delta_bytes: r.workerRssDelta,
       sqlite3_s: r.sqlite3 ? round(r.sqlite3.seconds) : null,
       duckdb_s: r.duckdb ? round(r.duckdb.seconds) : null,
+      sqlite3_query_s: r.sqlite3Query ? round(r.sqlite3Query.seconds) : null,
+      duckdb_query_s: r.duckdbQuery ? round(r.duckdbQuery.seconds) : null,
+      engine: r.engine,
       mismatches: r.mismatches,
     })),
   };
@@ -218,6 +291,9 @@ function summarizeCase(runs: CaseRun[], file: BenchFile, sql: string, memoryRuns
 function summarizeUpload(runs: UploadRun[], file: BenchFile, memoryRuns: UploadRun[]) {
   const ok = runs.filter((r) => r.ok && r.seconds > 0);
   const rate = spread(ok.map((r) => file.bytes / 1e6 / r.seconds));
+  const floorRuns = runs.filter((r) => r.floorOk && r.floorSeconds);
+  const floorRate = spread(floorRuns.map((r) => file.bytes / 1e6 / r.floorSeconds!));
+  const store = [...ok].reverse().find((r) => r.tableStore)?.tableStore ?? null;
   const worker = ok.flatMap((r) => (r.workerRss ? [r.workerRss.delta] : []));
   const proxy = ok.flatMap((r) => (r.proxyRss ? [r.proxyRss.delta] : []));
   const held = memoryRuns.flatMap((r) => (r.ok && r.isolateHeld ? [r.isolateHeld] : []));
@@ -238,6 +314,15 @@ function summarizeUpload(runs: UploadRun[], file: BenchFile, memoryRuns: UploadR
     mb_per_s_min: round(rate.min, 2),
     mb_per_s_max: round(rate.max, 2),
     csv_mb_per_s: round(median(ok.map((r) => file.csvBytes / 1e6 / r.seconds)), 2),
+    /** The upload floor: the same multipart bytes streamed by a bare Worker into local R2 (bench/floor), MB/s. */
+    floor_mb_per_s: round(floorRate.median, 2),
+    floor_mb_per_s_min: round(floorRate.min, 2),
+    floor_mb_per_s_max: round(floorRate.max, 2),
+    floor_error: runs.find((r) => r.floorOk === false)?.floorMessage ?? null,
+    /** mb_per_s over floor_mb_per_s (medians). */
+    fraction_of_floor: round(ratio(rate.median, floorRate.median), 3),
+    /** The data item's table store as the storage endpoint reported it once ready (null: column images). */
+    table_store: store,
     /** Seconds from the upload's answer until the column images were built in the background (queries read the CSV until then). */
     query_ready_s: round(median(ok.flatMap((r) => (r.readySeconds === null ? [] : [r.readySeconds])))),
     query_ready_failures: ok.filter((r) => r.readySeconds === null).length,
@@ -275,6 +360,9 @@ function summarizeUpload(runs: UploadRun[], file: BenchFile, memoryRuns: UploadR
       run: r.run,
       ok: r.ok,
       seconds: round(r.seconds),
+      floor_seconds: r.floorSeconds === null ? null : round(r.floorSeconds),
+      query_ready_s: r.readySeconds === null ? null : round(r.readySeconds),
+      table_store: r.tableStore,
       worker_rss: r.workerRss,
       proxy_rss: r.proxyRss,
       message: r.message,
@@ -298,6 +386,12 @@ export function summarize(input: SummaryInput) {
     const memoryRuns = input.memory.uploads.filter((u) => u.file === file.label);
     return runs.length ? [summarizeUpload(runs, byFile.get(file.label)!, memoryRuns)] : [];
   });
+  const first_answer = input.files.flatMap((file) => {
+    const runs = input.firstAnswers.filter((a) => a.file === file.label);
+    const q1 = cases.find((c) => c.file === file.label && c.query === "Q1");
+    return runs.length ? [summarizeFirstAnswer(runs, file, q1)] : [];
+  });
+  const concurrency = input.concurrency ? summarizeConcurrency(input.concurrency) : null;
   return {
     date: input.date,
     machine: input.machine,
@@ -315,7 +409,9 @@ export function summarize(input: SummaryInput) {
     })),
     cases,
     upload,
-    targets: targets(cases, upload, input.memoryBudgetBytes),
+    first_answer,
+    concurrency,
+    targets: targets(cases, upload, input.memoryBudgetBytes, first_answer, concurrency),
     memory_pass: {
       isolates: input.isolates,
       uploads: input.memory.uploads.map((u) => ({
@@ -333,6 +429,8 @@ export function summarize(input: SummaryInput) {
         ok: c.dqs.ok,
         message: c.dqs.ok ? undefined : c.dqs.message,
         mode: c.mode,
+        engine: c.engine,
+        isolate_worker: c.isolateWorker,
         peak_memory_bytes: c.dqs.status?.PeakMemoryBytes ?? null,
         isolate_held_delta_bytes: c.isolateHeldDelta,
         isolate_held_peak_total_bytes: c.isolateHeldPeakTotal,
@@ -345,13 +443,83 @@ export function summarize(input: SummaryInput) {
   };
 }
 
+function summarizeFirstAnswer(runs: FirstAnswerRun[], file: BenchFile, q1: CaseSummary | undefined) {
+  const ok = runs.filter((a) => a.ok);
+  const dqs = spread(ok.map((a) => a.seconds));
+  const seen = runs.map((a) => a.matchesSqlite3).filter((m): m is boolean => m !== null);
+  return {
+    file: file.label,
+    /** Upload start → Q1's result downloaded (Q1 submitted as soon as the upload answered). */
+    dqs_s: dqs.median,
+    dqs_min_s: dqs.min,
+    dqs_max_s: dqs.max,
+    upload_s: round(median(ok.map((a) => a.uploadSeconds))),
+    query_s: round(median(ok.map((a) => a.querySeconds))),
+    engine: [...new Set(ok.flatMap((a) => (a.engine ? [a.engine] : [])))].join(", ") || null,
+    /** sqlite3 import + Q1 in one process (the Q1 case's sqlite3_s). */
+    sqlite3_s: q1?.sqlite3_s ?? null,
+    /** DuckDB read_csv + Q1 (the Q1 case's duckdb_s). */
+    duckdb_s: q1?.duckdb_s ?? null,
+    dqs_over_sqlite3: round(ratio(dqs.median, q1?.sqlite3_s ?? null), 3),
+    dqs_over_duckdb: round(ratio(dqs.median, q1?.duckdb_s ?? null), 3),
+    matches_sqlite3: seen.length ? seen.every(Boolean) : null,
+    mismatch: runs.find((a) => a.mismatch)?.mismatch ?? null,
+    failures: runs.length - ok.length,
+    error: runs.find((a) => !a.ok)?.message ?? null,
+    per_run: runs.map((a) => ({
+      run: a.run,
+      ok: a.ok,
+      seconds: round(a.seconds),
+      upload_s: round(a.uploadSeconds),
+      query_s: round(a.querySeconds),
+      engine: a.engine,
+      timings_ms: a.timings,
+      message: a.message,
+    })),
+  };
+}
+
 type CaseSummary = ReturnType<typeof summarizeCase>;
 type UploadSummary = ReturnType<typeof summarizeUpload>;
+type FirstAnswerSummary = ReturnType<typeof summarizeFirstAnswer>;
+type ConcurrencySummary = ReturnType<typeof summarizeConcurrency>;
+
+function summarizeConcurrency(run: ConcurrencyRun) {
+  const ok = run.queries.filter((q) => q.ok);
+  const latency = ok.map((q) => q.seconds);
+  return {
+    file: run.file,
+    query: run.query,
+    users: run.users,
+    succeeded: ok.length,
+    failed: run.queries.length - ok.length,
+    /** From the first submit to the last result downloaded. */
+    wall_s: round(run.wall_s),
+    /** Succeeded queries over wall_s. */
+    throughput_qps: round(ratio(ok.length, run.wall_s), 3),
+    latency_median_s: round(median(latency)),
+    latency_max_s: round(max(latency)),
+    latency_min_s: round(min(latency)),
+    queue_wait_median_s: round(median(ok.flatMap((q) => (q.queue_wait_s === null ? [] : [q.queue_wait_s])))),
+    queue_wait_max_s: round(max(ok.flatMap((q) => (q.queue_wait_s === null ? [] : [q.queue_wait_s])))),
+    execute_median_s: round(median(ok.flatMap((q) => (q.execute_s === null ? [] : [q.execute_s])))),
+    engine: [...new Set(ok.flatMap((q) => (q.engine ? [q.engine] : [])))].join(", ") || null,
+    same_rows: ok.every((q) => q.same_rows_as_first !== false),
+    error: run.queries.find((q) => !q.ok)?.message ?? null,
+    queries: run.queries,
+  };
+}
 
 /** The targets of issue 6, each with its figure; `met` is null when the figure is missing. */
-function targets(cases: CaseSummary[], upload: UploadSummary[], budget: number | null) {
+function targets(
+  cases: CaseSummary[],
+  upload: UploadSummary[],
+  budget: number | null,
+  firstAnswer: FirstAnswerSummary[],
+  concurrency: ConcurrencySummary | null,
+) {
   const find = (file: string, query: string) => cases.find((c) => c.file === file && c.query === query);
-  const list: { target: string; figure: string; met: boolean | null }[] = [];
+  const list: { target: string; figure: string; met: boolean | null; issue?: number }[] = [];
   const q1m = find("1m", "Q1");
   if (q1m)
     list.push({
@@ -372,8 +540,13 @@ function targets(cases: CaseSummary[], upload: UploadSummary[], budget: number |
   if (q1m)
     list.push({
       target: "Q1 on 1m (3 of 6 columns) holds ≤ 0.7 bytes per CSV byte",
-      figure: q1m.held_bytes_per_csv_byte === null ? "n/a" : `${q1m.held_bytes_per_csv_byte}`,
-      met: q1m.held_bytes_per_csv_byte === null ? null : q1m.held_bytes_per_csv_byte <= 0.7,
+      figure:
+        q1m.engine === "store"
+          ? `n/a: ran in the table store, which reports PeakMemoryBytes ${q1m.peak_memory_bytes ?? "n/a"} (not measured there)`
+          : q1m.held_bytes_per_csv_byte === null
+            ? "n/a"
+            : `${q1m.held_bytes_per_csv_byte}`,
+      met: q1m.engine === "store" || q1m.held_bytes_per_csv_byte === null ? null : q1m.held_bytes_per_csv_byte <= 0.7,
     });
   for (const c of cases.filter((c) => c.file !== "100k")) {
     const clean = c.dqs_error === null || /limit|budget/i.test(c.dqs_error);
@@ -385,7 +558,9 @@ function targets(cases: CaseSummary[], upload: UploadSummary[], budget: number |
           ? /^failed/i.test(c.dqs_error)
             ? c.dqs_error
             : `failed: ${c.dqs_error}`
-          : `peak ${c.peak_memory_max_bytes ?? "n/a"} B (${c.held_bytes_per_csv_byte ?? "n/a"} per CSV byte)`,
+          : c.engine === "store"
+            ? `succeeded in the table store (PeakMemoryBytes ${c.peak_memory_max_bytes ?? "n/a"}: not measured there)`
+            : `peak ${c.peak_memory_max_bytes ?? "n/a"} B (${c.held_bytes_per_csv_byte ?? "n/a"} per CSV byte)`,
       met: clean && (c.dqs_error !== null || under),
     });
   }
@@ -408,6 +583,104 @@ function targets(cases: CaseSummary[], upload: UploadSummary[], budget: number |
       met: growth <= FLAT,
     });
   }
+  list.push(...targets12(cases, upload, firstAnswer, concurrency));
+  return list.map((t) => ({ ...t, issue: t.issue ?? 6 }));
+}
+
+/** Issue 12's targets (the table store, the 5M-row file), each with its figure. */
+function targets12(
+  cases: CaseSummary[],
+  upload: UploadSummary[],
+  firstAnswer: FirstAnswerSummary[],
+  concurrency: ConcurrencySummary | null,
+) {
+  const list: { target: string; figure: string; met: boolean | null; issue: number }[] = [];
+  const find = (file: string, query: string) => cases.find((c) => c.file === file && c.query === query);
+  for (const file of ["1m", "1m.gz", "5m", "5m.gz"]) {
+    const mine = cases.filter((c) => c.file === file);
+    if (!mine.length) continue;
+    const runs = mine.flatMap((c) => c.per_run);
+    const failed = runs.filter((r) => !r.dqs_ok);
+    const budget = failed.filter((r) => /memory budget|QUERY_MEMORY_BUDGET_BYTES/i.test(r.message ?? ""));
+    list.push({
+      target: `every query on ${file} succeeds (${mine.map((c) => c.query).join(", ")}), no memory-budget failure`,
+      figure:
+        `${runs.length - failed.length} of ${runs.length} succeeded` +
+        (budget.length ? `; ${budget.length} memory-budget failures` : "") +
+        (failed.length ? `: ${failed[0]!.message}` : ""),
+      met: failed.length === 0,
+      issue: 12,
+    });
+  }
+  for (const file of ["1m", "5m"]) {
+    const c = find(file, "Q1");
+    if (!c) continue;
+    list.push({
+      target: `repeat: Q1 on ${file} ≤ 1.5 × the sqlite3 tool's query time on its imported database file`,
+      figure:
+        c.dqs_over_sqlite3_query === null
+          ? `n/a${c.dqs_error ? ` (dqs: ${c.dqs_error})` : c.sqlite3_query_error ? ` (sqlite3: ${c.sqlite3_query_error})` : ""}`
+          : `${c.dqs_over_sqlite3_query} (${s(c.dqs_s)} s vs ${s(c.sqlite3_query_s)} s)`,
+      met: c.dqs_over_sqlite3_query === null ? null : c.dqs_over_sqlite3_query <= 1.5,
+      issue: 12,
+    });
+  }
+  const first1m = firstAnswer.find((a) => a.file === "1m");
+  if (first1m)
+    list.push({
+      target: "first answer on 1m (upload start → Q1 downloaded) ≤ 2.0 × sqlite3 import + query",
+      figure:
+        first1m.dqs_over_sqlite3 === null
+          ? `n/a${first1m.error ? ` (dqs: ${first1m.error})` : ""}`
+          : `${first1m.dqs_over_sqlite3} (${s(first1m.dqs_s)} s vs ${s(first1m.sqlite3_s)} s)`,
+      met: first1m.dqs_over_sqlite3 === null ? null : first1m.dqs_over_sqlite3 <= 2,
+      issue: 12,
+    });
+  // Held memory where the queries run (memory pass, after forced GCs): the 5M-row file's against the 1M-row file's.
+  const held = (file: string) => {
+    const values = cases
+      .filter((c) => c.file === file)
+      .flatMap((c) => (c.isolate_held_peak_total_bytes === null ? [] : [c.isolate_held_peak_total_bytes]));
+    return values.length ? Math.max(...values) : null;
+  };
+  const workers = (file: string) => [
+    ...new Set(cases.filter((c) => c.file === file).flatMap((c) => (c.isolate_worker ? [c.isolate_worker] : []))),
+  ];
+  const held1m = held("1m");
+  const held5m = held("5m");
+  if (cases.some((c) => c.file === "5m") && cases.some((c) => c.file === "1m")) {
+    const growth = held1m !== null && held5m !== null ? held5m - held1m : null;
+    list.push({
+      target:
+        "held memory during 5m queries ≤ during 1m ones + 5 MB (isolate where they run, after forced GCs, peak over the queries)",
+      figure:
+        growth === null
+          ? "n/a (no memory pass)"
+          : `${mb(held5m)} vs ${mb(held1m)} (${growth >= 0 ? "+" : ""}${mb(growth)}; read in ${workers("5m").join(", ")})`,
+      met: growth === null ? null : growth <= 5e6,
+      issue: 12,
+    });
+  }
+  for (const file of ["1m", "5m"]) {
+    const u = upload.find((x) => x.file === file);
+    if (!u) continue;
+    list.push({
+      target: `upload of the plain ${file} file ≥ 85% of the floor (a bare Worker streaming the same bytes into local R2)`,
+      figure:
+        u.fraction_of_floor === null
+          ? `n/a${u.floor_error ? ` (floor: ${u.floor_error})` : ""}`
+          : `${(u.fraction_of_floor * 100).toFixed(1)}% (${u.mb_per_s} of ${u.floor_mb_per_s} MB/s)`,
+      met: u.fraction_of_floor === null ? null : u.fraction_of_floor >= 0.85,
+      issue: 12,
+    });
+  }
+  if (concurrency)
+    list.push({
+      target: `${concurrency.users} concurrent ${concurrency.query} on ${concurrency.file} (${concurrency.users} users): every one finishes`,
+      figure: `${concurrency.succeeded} of ${concurrency.users}; ${concurrency.throughput_qps} queries/s, latency median ${s(concurrency.latency_median_s)} s, max ${s(concurrency.latency_max_s)} s`,
+      met: concurrency.failed === 0,
+      issue: 12,
+    });
   return list;
 }
 
@@ -454,15 +727,17 @@ export function renderMarkdown(summary: Summary): string {
   lines.push("## Queries");
   lines.push("");
   lines.push(
-    "Seconds, end to end (dqs: submit → result downloaded; sqlite3 and DuckDB: import + query). " +
+    "Seconds, end to end (dqs: submit → result downloaded, on prepared data; sqlite3 and DuckDB: import + query). " +
+      "Engine: where dqs ran the query (sqljs: sql.js in the engine Worker over column images; store: the data item's " +
+      "table store, a SQLite Durable Object). " +
       "Queue, load, execute, write: the query's own recorded timings; other: the rest of end to end " +
       "(submit, status polling, download, and whatever the timings do not cover).",
   );
   lines.push("");
   lines.push(
-    "| file | query | dqs s | queue | load | execute | write | other | sqlite3 s | DuckDB s | dqs/sqlite3 | dqs/DuckDB | rows | same rows |",
+    "| file | query | engine | dqs s | queue | load | execute | write | other | sqlite3 s | DuckDB s | dqs/sqlite3 | dqs/DuckDB | rows | same rows |",
   );
-  lines.push("|---|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|---|");
+  lines.push("|---|---|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|---|");
   for (const c of summary.cases) {
     const dqs =
       c.dqs_s === null
@@ -472,7 +747,7 @@ export function renderMarkdown(summary: Summary): string {
     const ref = (value: number | null, lo: number | null, hi: number | null, error: string | null) =>
       value === null ? (error ? "**FAILED** ↓" : "n/a") : withSpread(value, lo, hi, summary.runs);
     lines.push(
-      `| ${c.file} | ${c.query} | ${dqs} | ${s(c.queue_wait_s)} | ${s(c.load_s)} | ${s(c.execute_s)} | ${s(c.write_s)} | ${s(c.other_s)} | ` +
+      `| ${c.file} | ${c.query} | ${c.engine ?? "n/a"} | ${dqs} | ${s(c.queue_wait_s)} | ${s(c.load_s)} | ${s(c.execute_s)} | ${s(c.write_s)} | ${s(c.other_s)} | ` +
         `${ref(c.sqlite3_s, c.sqlite3_min_s, c.sqlite3_max_s, c.sqlite3_error)} | ${ref(c.duckdb_s, c.duckdb_min_s, c.duckdb_max_s, c.duckdb_error)} | ` +
         `${c.dqs_over_sqlite3 ?? "n/a"} | ${c.dqs_over_duckdb ?? "n/a"} | ${c.result_rows ?? "n/a"} | ${matchText(c)} |`,
     );
@@ -492,13 +767,18 @@ export function renderMarkdown(summary: Summary): string {
   }
   for (const c of mismatches) lines.push(`- ${c.file} ${c.query} rows differ: ${cell(c.mismatch!).slice(0, 400)}`);
   for (const c of notes) lines.push(`- ${c.file} ${c.query}: ${cell(c.notes[0]!).slice(0, 300)}`);
+  renderRepeat(summary, lines);
+  renderFirstAnswer(summary, lines);
   lines.push("");
   lines.push("## Query memory");
   lines.push("");
   lines.push(
     "Loaded: CSV bytes the query read. Held: the engine's PeakMemoryBytes (WebAssembly heap + database pages), " +
-      "also per CSV byte of the file (the engine Worker measures it and reports it in the query's status). " +
-      "Isolate held Δ: the engine Worker's isolate's V8 heap used + ArrayBuffers read after forced " +
+      "also per CSV byte of the file (the engine Worker measures it and reports it in the query's status; a " +
+      "table-store query reports 0: SQLite's pages in the Durable Object are not counted). " +
+      "Read in: the isolate the memory pass read, where the query runs (sql.js: the engine Worker `dqs-engine`; " +
+      "table store: the API Worker `dqs`, whose class TableStore is). " +
+      "Isolate held Δ: that isolate's V8 heap used + ArrayBuffers read after forced " +
       "full GCs during the query, peak above the same before (WebAssembly memory, where sql.js works, is not in it: " +
       "these are the JavaScript side's bytes; a reading waits while sql.js runs, so a query gets only a few, between its " +
       "steps); isolate held peak: that peak in all; isolate Δ incl. garbage: the same read without forcing GCs, in a " +
@@ -509,12 +789,12 @@ export function renderMarkdown(summary: Summary): string {
   );
   lines.push("");
   lines.push(
-    "| file | query | loaded | held | held/CSV B | isolate held Δ | isolate held peak | isolate Δ incl. garbage | workerd RSS Δ |",
+    "| file | query | engine | read in | loaded | held | held/CSV B | isolate held Δ | isolate held peak | isolate Δ incl. garbage | workerd RSS Δ |",
   );
-  lines.push("|---|---|--:|--:|--:|--:|--:|--:|--:|");
+  lines.push("|---|---|---|---|--:|--:|--:|--:|--:|--:|--:|");
   for (const c of summary.cases)
     lines.push(
-      `| ${c.file} | ${c.query} | ${mb(c.bytes_loaded)} | ${mb(c.peak_memory_bytes)} | ${c.held_bytes_per_csv_byte ?? "n/a"} | ` +
+      `| ${c.file} | ${c.query} | ${c.engine ?? "n/a"} | ${c.isolate_worker ?? "n/a"} | ${mb(c.bytes_loaded)} | ${mb(c.peak_memory_bytes)} | ${c.held_bytes_per_csv_byte ?? "n/a"} | ` +
         `${mb(c.isolate_held_delta_bytes)} | ${mb(c.isolate_held_peak_total_bytes)} | ${mb(c.isolate_delta_incl_garbage_bytes)} | ${mb(c.workerd_rss_delta_bytes)} |`,
     );
   lines.push("");
@@ -553,15 +833,106 @@ export function renderMarkdown(summary: Summary): string {
         ` | ${mb(u.proxy_peak_memory_bytes)} |`,
     );
   }
+  renderFloor(summary, lines);
+  renderConcurrency(summary, lines);
   lines.push("");
-  lines.push("## Targets (issue 6)");
+  lines.push("## Targets (issues 6 and 12)");
   lines.push("");
-  lines.push("| target | figure | met |");
-  lines.push("|---|---|---|");
+  lines.push("| issue | target | figure | met |");
+  lines.push("|---|---|---|---|");
   for (const t of summary.targets)
-    lines.push(`| ${cell(t.target)} | ${cell(t.figure)} | ${t.met === null ? "n/a" : t.met ? "yes" : "**no**"} |`);
+    lines.push(
+      `| ${t.issue} | ${cell(t.target)} | ${cell(t.figure)} | ${t.met === null ? "n/a" : t.met ? "yes" : "**no**"} |`,
+    );
   lines.push("");
   return lines.join("\n");
+}
+
+function renderRepeat(summary: Summary, lines: string[]): void {
+  if (!summary.cases.some((c) => c.sqlite3_query_s !== null || c.duckdb_query_s !== null)) return;
+  lines.push("", "## Repeat: the query on prepared data", "");
+  lines.push(
+    "dqs on data already query-ready (end to end, as above) against the `sqlite3` tool querying a database file it " +
+      "imported before (the statement's own time, `.timer on`, real) and DuckDB querying the table it loaded before " +
+      "(the query alone, in process). Same rows: dqs's rows against each.",
+  );
+  lines.push("");
+  lines.push(
+    "| file | query | engine | dqs s | sqlite3 query s | DuckDB query s | dqs/sqlite3 query | dqs/DuckDB query |",
+  );
+  lines.push("|---|---|---|--:|--:|--:|--:|--:|");
+  for (const c of summary.cases)
+    lines.push(
+      `| ${c.file} | ${c.query} | ${c.engine ?? "n/a"} | ${c.dqs_s === null ? "**FAILED**" : withSpread(c.dqs_s, c.dqs_min_s, c.dqs_max_s, summary.runs)} | ` +
+        `${c.sqlite3_query_s === null ? (c.sqlite3_query_error ? "**FAILED**" : "n/a") : withSpread(c.sqlite3_query_s, c.sqlite3_query_min_s, c.sqlite3_query_max_s, summary.runs)} | ` +
+        `${c.duckdb_query_s === null ? (c.duckdb_query_error ? "**FAILED**" : "n/a") : withSpread(c.duckdb_query_s, c.duckdb_query_min_s, c.duckdb_query_max_s, summary.runs)} | ` +
+        `${c.dqs_over_sqlite3_query ?? "n/a"} | ${c.dqs_over_duckdb_query ?? "n/a"} |`,
+    );
+}
+
+function renderFirstAnswer(summary: Summary, lines: string[]): void {
+  if (!summary.first_answer.length) return;
+  lines.push("", "## First answer: upload start → Q1 downloaded", "");
+  lines.push(
+    "dqs: the upload, then Q1 submitted as soon as the upload answered (whatever the service still prepares: a " +
+      "query on an item without its column images reads the CSV; one on an item whose table store is being built " +
+      "waits for it), to Q1's result downloaded. sqlite3: import + Q1 in one process; DuckDB: `read_csv` + Q1 " +
+      "(the Q1 rows' references above). Same rows: the first answer's rows against sqlite3's.",
+  );
+  lines.push("");
+  lines.push(
+    "| file | dqs s | upload s | Q1 s | engine | sqlite3 import+query s | DuckDB read_csv+query s | dqs/sqlite3 | dqs/DuckDB | same rows |",
+  );
+  lines.push("|---|--:|--:|--:|---|--:|--:|--:|--:|---|");
+  for (const a of summary.first_answer)
+    lines.push(
+      `| ${a.file} | ${a.dqs_s === null ? `**FAILED**: ${cell(a.error ?? "?").slice(0, 200)}` : withSpread(a.dqs_s, a.dqs_min_s, a.dqs_max_s, summary.runs)} | ` +
+        `${s(a.upload_s)} | ${s(a.query_s)} | ${a.engine ?? "n/a"} | ${s(a.sqlite3_s)} | ${s(a.duckdb_s)} | ` +
+        `${a.dqs_over_sqlite3 ?? "n/a"} | ${a.dqs_over_duckdb ?? "n/a"} | ${a.matches_sqlite3 === null ? "n/a" : a.matches_sqlite3 ? "sqlite3 ✓" : `sqlite3 ✗ ${cell(a.mismatch ?? "")}`} |`,
+    );
+}
+
+function renderFloor(summary: Summary, lines: string[]): void {
+  if (!summary.upload.some((u) => u.floor_mb_per_s !== null || u.table_store)) return;
+  lines.push("", "## Upload floor and table stores", "");
+  lines.push(
+    "Floor: the same multipart bytes POSTed the same way to a bare Worker of its own (`bench/floor`, `wrangler dev` " +
+      "on 127.0.0.1) that pipes the request body into local R2 (`env.BUCKET.put`), right before each dqs upload; " +
+      "fraction: dqs's MB/s over the floor's (medians). Table store: rows and bytes on disk once ready, as the " +
+      "storage endpoint reports them (none: column images).",
+  );
+  lines.push("");
+  lines.push("| file | bytes | dqs MB/s | floor MB/s | fraction of floor | query-ready s | table store |");
+  lines.push("|---|--:|--:|--:|--:|--:|---|");
+  for (const u of summary.upload)
+    lines.push(
+      `| ${u.file} | ${mb(u.bytes)} | ${u.mb_per_s ?? "n/a"} | ` +
+        `${u.floor_mb_per_s === null ? (u.floor_error ? `**FAILED**: ${cell(u.floor_error)}` : "n/a") : summary.runs > 1 ? `${u.floor_mb_per_s} (${u.floor_mb_per_s_min}–${u.floor_mb_per_s_max})` : u.floor_mb_per_s} | ` +
+        `${u.fraction_of_floor === null ? "n/a" : `${(u.fraction_of_floor * 100).toFixed(1)}%`} | ` +
+        `${u.query_ready_failures ? `**not ready** (${u.query_ready_failures})` : s(u.query_ready_s)} | ` +
+        `${u.table_store ? `${u.table_store.State}, ${u.table_store.Rows ?? "?"} rows, ${mb(u.table_store.Bytes)}${u.table_store.Message ? `: ${cell(u.table_store.Message)}` : ""}` : "none"} |`,
+    );
+}
+
+function renderConcurrency(summary: Summary, lines: string[]): void {
+  const c = summary.concurrency;
+  if (!c) return;
+  lines.push("", `## Concurrency: ${c.users} × ${c.query} on ${c.file} at once`, "");
+  lines.push(
+    `${c.users} users (each logged in and granted read on the dataset; QUERY_MAX_RUNNING_PER_USER is 1 per user) ` +
+      "submit the query at the same moment; latency: each one's submit → result downloaded; throughput: succeeded " +
+      "queries over the time from the first submit to the last download.",
+  );
+  lines.push("");
+  lines.push(
+    "| succeeded | wall s | queries/s | latency median s | latency max s | queue wait median s | queue wait max s | execute median s | engine | same rows |",
+  );
+  lines.push("|--:|--:|--:|--:|--:|--:|--:|--:|---|---|");
+  lines.push(
+    `| ${c.succeeded} of ${c.users} | ${s(c.wall_s)} | ${c.throughput_qps ?? "n/a"} | ${s(c.latency_median_s)} | ${s(c.latency_max_s)} | ` +
+      `${s(c.queue_wait_median_s)} | ${s(c.queue_wait_max_s)} | ${s(c.execute_median_s)} | ${c.engine ?? "n/a"} | ${c.same_rows ? "✓" : "✗"} |`,
+  );
+  if (c.error) lines.push("", `- a query failed: ${cell(c.error).slice(0, 400)}`);
 }
 
 /** Which isolate the memory pass read for `role`, for the text above a table ("" when there was no memory pass). */

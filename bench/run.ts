@@ -8,20 +8,33 @@
  *   npm run bench -- --runs 3 --files 100k,1m --queries Q1 --var QUERY_MEMORY_BUDGET_BYTES=200000000
  *   npm run bench -- --uploads-only   uploads only (no queries, no references)
  *   npm run bench -- --readme      also put the table into bench/README.md
+ *   npm run bench -- --quick --files 100k --out threshold-store --var TABLE_STORE_MIN_ROWS=1
  */
 import { spawnSync } from "node:child_process";
-import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
+import { mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { cpus, release, totalmem } from "node:os";
 import { basename, join } from "node:path";
 import { parseArgs } from "node:util";
 import { compareRows, type RowOrder } from "./compare.ts";
-import { Client, login } from "./dqs.ts";
-import { duckdbVersion, parseCsv, runDuckdb, runSqlite3, sqlite3Version, type EngineRun } from "./engines.ts";
-import { prepareData, type BenchFile } from "./generate.ts";
+import { Client, login, postMultipart, type TableStoreInfo } from "./dqs.ts";
+import {
+  duckdbVersion,
+  importSqlite3File,
+  LoadedDuckdb,
+  parseCsv,
+  querySqlite3File,
+  runDuckdb,
+  runSqlite3,
+  sqlite3Version,
+  type EngineRun,
+} from "./engines.ts";
+import { FILE_LABELS, prepareData, writeLookup, type BenchFile, type FileLabel } from "./generate.ts";
 import {
   renderMarkdown,
   summarize,
   type CaseRun,
+  type ConcurrencyRun,
+  type FirstAnswerRun,
   type IsolateNote,
   type MemoryMode,
   type Timed,
@@ -34,7 +47,9 @@ import {
   measureRss,
   ROOT,
   runtimeInspectorPort,
+  startFloorWorker,
   startWranglerDev,
+  type FloorServer,
   varsFromOptions,
   type DevServer,
   type RssReport,
@@ -45,8 +60,8 @@ const ACCOUNT = "bench";
 const DATASET = "bench";
 
 export interface QueryDef {
-  id: "Q1" | "Q2" | "Q3";
-  /** `{t}` stands for the table. */
+  id: "Q1" | "Q2" | "Q3" | "Q4";
+  /** `{t}` stands for the table, `{lookup}` for the lookup table (bench/data/lookup.csv). */
   sql: string;
   order: RowOrder;
 }
@@ -68,7 +83,15 @@ export const QUERIES: QueryDef[] = [
     sql: "SELECT a.category, count(*) FROM {t} a JOIN (SELECT category, max(amount) m FROM {t} GROUP BY category) b ON a.category = b.category AND a.amount > b.m * 0.99 GROUP BY 1",
     order: { ordered: false },
   },
+  {
+    id: "Q4",
+    sql: "SELECT l.label, count(*), sum(t.amount) FROM {t} t JOIN {lookup} l ON l.category = t.category GROUP BY 1 ORDER BY 1",
+    order: { ordered: true },
+  },
 ];
+
+/** The lookup table's data item, in the bench dataset. */
+const LOOKUP = "lookup";
 
 /**
  * The memory pass's measures, in order: each upload (and each query) is run
@@ -77,21 +100,41 @@ export const QUERIES: QueryDef[] = [
  * Forcing GCs changes what the other measure would see, so they never share a run.
  */
 const MEMORY_PASS_UPLOADS: MemoryMode[] = ["held", "held", "held", "garbage"];
+/** The 5M-row files' uploads (17 s each, and a table store built after each): one held, one garbage. */
+const MEMORY_PASS_BIG_UPLOADS: MemoryMode[] = ["held", "garbage"];
 const MEMORY_PASS_QUERIES: MemoryMode[] = ["held", "garbage"];
 
 interface Collected {
   uploads: UploadRun[];
   cases: CaseRun[];
+  firstAnswers: FirstAnswerRun[];
 }
 
-/** The memory pass's DevTools sessions: uploads are read in the API Worker's isolate, queries in the engine's. */
+/**
+ * The memory pass's DevTools sessions: uploads are read in the API Worker's isolate; queries where they run:
+ * sql.js queries in the engine Worker's, table-store queries in the API Worker's (the TableStore Durable Object
+ * is a class of the API Worker `dqs`, so it runs in that isolate).
+ */
 interface Isolates {
   api: IsolateInspector | null;
   engine: IsolateInspector | null;
 }
 
 /** The data item each file is uploaded as. */
-const DATA_NAME: Record<BenchFile["label"], string> = { "100k": "t100k", "1m": "t1m", "1m.gz": "t1m_gz" };
+const DATA_NAME: Record<FileLabel, string> = {
+  "100k": "t100k",
+  "1m": "t1m",
+  "1m.gz": "t1m_gz",
+  "5m": "t5m",
+  "5m.gz": "t5m_gz",
+};
+
+/** How long the bench waits for a data item to become query-ready, or for a query (a 5M-row table store takes a while). */
+const READY_TIMEOUT_MS = 900_000;
+const QUERY_TIMEOUT_MS = 900_000;
+
+/** The files of a run without --files (see bench/README.md for the run times). */
+const DEFAULT_FILES = "100k,1m,1m.gz";
 
 const log = (line: string) => process.stderr.write(`[bench ${new Date().toISOString().slice(11, 19)}] ${line}\n`);
 
@@ -100,8 +143,11 @@ function options() {
     options: {
       quick: { type: "boolean", default: false },
       runs: { type: "string" },
-      files: { type: "string", default: "100k,1m,1m.gz" },
-      queries: { type: "string", default: "Q1,Q2,Q3" },
+      files: { type: "string", default: DEFAULT_FILES },
+      queries: { type: "string", default: "Q1,Q2,Q3,Q4" },
+      out: { type: "string", default: "latest" },
+      concurrency: { type: "string", default: "20" },
+      "no-floor": { type: "boolean", default: false },
       var: { type: "string", multiple: true, default: [] },
       readme: { type: "boolean", default: false },
       "no-reference": { type: "boolean", default: false },
@@ -114,9 +160,14 @@ function options() {
   if (values.help) {
     process.stdout.write(
       [
-        "npm run bench -- [--quick] [--runs N] [--files 100k,1m,1m.gz] [--queries Q1,Q2,Q3]",
-        "                 [--var NAME=VALUE ...] [--no-reference] [--no-inspector] [--uploads-only] [--readme]",
+        "npm run bench -- [--quick] [--runs N] [--files 100k,1m,1m.gz,5m,5m.gz] [--queries Q1,Q2,Q3,Q4]",
+        "                 [--var NAME=VALUE ...] [--no-reference] [--no-inspector] [--no-floor] [--uploads-only]",
+        "                 [--concurrency N] [--out NAME] [--readme]",
         "  --quick         one run (default: 5)",
+        `  --files         default ${DEFAULT_FILES}; all: ${FILE_LABELS.join(",")}`,
+        "  --concurrency   N concurrent Q1 on the 5m file from N users, after the timed runs (default 20; 0: none)",
+        "  --out NAME      write bench/results/NAME.json and .md (default: latest)",
+        "  --no-floor      no upload floor (the bare Worker streaming the same bytes into local R2)",
         "  --var           passed to wrangler dev as --var NAME:VALUE (e.g. QUERY_MEMORY_BUDGET_BYTES=...)",
         "  --no-reference  skip sqlite3 and DuckDB",
         "  --no-inspector  no memory pass (the isolates' heaps read through DevTools: uploads in the API Worker, queries in the engine)",
@@ -129,16 +180,25 @@ function options() {
   }
   const runs = values.runs ? Number(values.runs) : values.quick ? 1 : 5;
   if (!Number.isInteger(runs) || runs < 1) throw new Error(`--runs must be a positive integer, not ${values.runs}`);
-  const files = values.files.split(",").map((f) => f.trim());
-  for (const f of files) if (!(f in DATA_NAME)) throw new Error(`unknown file ${f}; use 100k, 1m, 1m.gz`);
+  const files = (values.files === "all" ? FILE_LABELS.join(",") : values.files).split(",").map((f) => f.trim());
+  for (const f of files) if (!(f in DATA_NAME)) throw new Error(`unknown file ${f}; use ${FILE_LABELS.join(", ")}`);
   const queries = values["uploads-only"] ? [] : values.queries.split(",").map((q) => q.trim().toUpperCase());
-  for (const q of queries) if (!QUERIES.some((d) => d.id === q)) throw new Error(`unknown query ${q}; use Q1, Q2, Q3`);
+  for (const q of queries)
+    if (!QUERIES.some((d) => d.id === q))
+      throw new Error(`unknown query ${q}; use ${QUERIES.map((d) => d.id).join(", ")}`);
+  const concurrency = Number(values.concurrency);
+  if (!Number.isInteger(concurrency) || concurrency < 0)
+    throw new Error(`--concurrency must be a whole number, not ${values.concurrency}`);
+  if (!/^[\w.-]+$/.test(values.out)) throw new Error(`--out wants a plain name, not ${values.out}`);
   const vars = varsFromOptions(values.var);
   return {
     runs,
-    files,
+    files: files as FileLabel[],
     queries,
     vars,
+    out: values.out,
+    concurrency,
+    floor: !values["no-floor"],
     readme: values.readme,
     reference: !values["no-reference"],
     inspector: !values["no-inspector"],
@@ -191,22 +251,30 @@ async function main() {
   const opts = options();
   const started = new Date();
   log(`runs: ${opts.runs}; files: ${opts.files.join(", ")}; queries: ${opts.queries.join(", ")}`);
-  const allFiles = await prepareData(join(BENCH, "data"), log);
-  const files = allFiles.filter((f) => opts.files.includes(f.label));
+  const files = await prepareData(join(BENCH, "data"), log, opts.files);
+  const lookupPath = writeLookup(join(BENCH, "data"));
   const queries = QUERIES.filter((q) => opts.queries.includes(q.id));
+  const q1 = queries.find((q) => q.id === "Q1") ?? null;
   const info = await machine();
   log(
     `machine: ${info.cpu}, ${info.cores} cores, node ${info.node}, wrangler ${info.wrangler}, sqlite3 ${info.sqlite3}, duckdb ${info.duckdb}`,
   );
 
-  const timed: Collected = { uploads: [], cases: [] };
-  const memory: Collected = { uploads: [], cases: [] };
+  const timed: Collected = { uploads: [], cases: [], firstAnswers: [] };
+  const memory: Collected = { uploads: [], cases: [], firstAnswers: [] };
+  let concurrency: ConcurrencyRun | null = null;
   let server: DevServer | null = null;
+  let floor: FloorServer | null = null;
   const stopServer = async () => {
     const s = server;
+    const f = floor;
     server = null;
+    floor = null;
     await s?.stop();
+    await f?.stop();
   };
+  /** The repeat reference's sqlite3 database files, imported once per file and bench (label → path). */
+  const sqliteFiles = new Map<string, string>();
   const interrupted = () => {
     log("interrupted: stopping wrangler dev");
     void stopServer().finally(() => process.exit(130));
@@ -219,6 +287,11 @@ async function main() {
   let serverNote: string | null = null;
   let isolateNotes: IsolateNote[] = [];
   try {
+    if (opts.floor && files.length) {
+      log("starting the upload floor's Worker (bench/floor, wrangler dev) ...");
+      floor = await startFloorWorker();
+      log(`upload floor on ${floor.url}; wrangler pid ${floor.pid}`);
+    }
     log("starting wrangler dev (fresh state) ...");
     server = await startWranglerDev(opts.vars);
     let pids = workerdProcesses(server);
@@ -238,6 +311,9 @@ async function main() {
     const client = new Client(server.url, await login(server.url, ACCOUNT));
     await client.createDataset(ACCOUNT, DATASET);
     await warmUp(client);
+    if (queries.some((q) => q.sql.includes("{lookup}"))) await uploadLookup(client, lookupPath);
+    /** Which engine ran each (file, query) in the timed runs: the memory pass reads the isolate it runs in. */
+    const engineOf = new Map<string, string>();
 
     /**
      * One pass: upload every file, then every (file, query). Timed: no inspector, one of each.
@@ -251,51 +327,101 @@ async function main() {
       memory: { uploads: MemoryMode[]; queries: MemoryMode[] } | null = null,
     ) => {
       const uploaded = new Set<string>();
-      const uploadModes = memory?.uploads ?? [null];
-      for (const [file, mode] of files.flatMap((f) => uploadModes.map((m) => [f, m] as const))) {
-        const result = await uploadOnce(client, file, currentPids(), isolates?.api ?? null, mode);
-        into.uploads.push({ run, ...result });
+      const firstRows = new Map<string, string[][]>();
+      const uploadModes = (file: BenchFile) =>
+        memory ? (file.rows >= 5_000_000 ? MEMORY_PASS_BIG_UPLOADS : memory.uploads) : [null];
+      for (const [file, mode] of files.flatMap((f) => uploadModes(f).map((m) => [f, m] as const))) {
+        // Timed runs only: the floor upload of the same bytes right before, and the first answer (Q1 right after).
+        const floorRun = !memory && floor ? await floorUpload(floor, file) : null;
+        const result = await uploadOnce(
+          client,
+          file,
+          currentPids(),
+          isolates?.api ?? null,
+          mode,
+          floorRun,
+          memory ? null : q1,
+        );
+        const { firstAnswer, ...upload } = result;
+        into.uploads.push({ run, ...upload });
+        if (firstAnswer) {
+          const { rows, ...kept } = firstAnswer;
+          into.firstAnswers.push({ run, ...kept, matchesSqlite3: null, mismatch: null });
+          if (rows) firstRows.set(file.label, rows);
+        }
         if (result.ok) uploaded.add(file.label);
         log(
           `  upload ${file.label}: ${result.ok ? `${(file.bytes / 1e6 / result.seconds).toFixed(1)} MB/s` : `FAILED ${result.message}`}` +
+            (floorRun
+              ? floorRun.ok
+                ? ` (floor ${(file.bytes / 1e6 / floorRun.seconds).toFixed(1)} MB/s)`
+                : ` (floor FAILED ${floorRun.message})`
+              : "") +
             (result.workerRss ? `, workerd RSS +${(result.workerRss.delta / 1e6).toFixed(1)} MB` : "") +
             (result.isolateHeap ? `, isolate incl. garbage +${(result.isolateHeap.delta / 1e6).toFixed(1)} MB` : "") +
             (result.isolateHeld
               ? `, isolate held +${(result.isolateHeld.delta / 1e6).toFixed(1)} MB (${result.isolateHeld.samples} readings after GC)`
               : "") +
+            (firstAnswer
+              ? firstAnswer.ok
+                ? `, first answer (Q1) ${firstAnswer.seconds.toFixed(2)} s (${firstAnswer.engine ?? "?"})`
+                : `, first answer FAILED (${(firstAnswer.message ?? "").slice(0, 160)})`
+              : "") +
             (result.ok
               ? result.readySeconds === null
-                ? ", column images NOT built"
-                : `, query-ready ${result.readySeconds.toFixed(2)} s later`
+                ? `, NOT query-ready${result.tableStore ? ` (table store ${result.tableStore.State}: ${result.tableStore.Message ?? ""})` : ""}`
+                : `, query-ready ${result.readySeconds.toFixed(2)} s later${result.tableStore ? ` (table store ${result.tableStore.Rows} rows, ${((result.tableStore.Bytes ?? 0) / 1e6).toFixed(0)} MB)` : ""}`
               : ""),
         );
       }
       const queryModes = memory?.queries ?? [null];
       for (const file of files) {
-        for (const [query, mode] of queries.flatMap((q) => queryModes.map((m) => [q, m] as const))) {
-          const record = await caseOnce(
-            client,
-            file,
-            query,
-            uploaded.has(file.label),
-            reference,
-            currentPids().worker,
-            isolates?.engine ?? null,
-            mode,
-          );
-          into.cases.push({ run, ...record });
-          log(
-            `  ${file.label} ${query.id}: dqs ${record.dqs.ok ? `${record.dqs.seconds.toFixed(2)} s` : `FAILED (${record.dqs.message.slice(0, 160)})`}` +
-              (record.sqlite3 ? `, sqlite3 ${engineText(record.sqlite3)}` : "") +
-              (record.duckdb ? `, duckdb ${engineText(record.duckdb)}` : "") +
-              (record.isolateHeapDelta !== null
-                ? `, isolate incl. garbage +${(record.isolateHeapDelta / 1e6).toFixed(1)} MB`
-                : "") +
-              (record.isolateHeldDelta !== null
-                ? `, isolate held +${(record.isolateHeldDelta / 1e6).toFixed(1)} MB (${record.isolateHeldSamples} readings)`
-                : "") +
-              (record.mismatches.length ? `; MISMATCH ${record.mismatches.join("; ")}` : ""),
-          );
+        const refs = reference && queries.length ? await repeatReferences(file, lookupPath, sqliteFiles) : null;
+        try {
+          for (const [query, mode] of queries.flatMap((q) => queryModes.map((m) => [q, m] as const))) {
+            const engine = engineOf.get(`${file.label}/${query.id}`);
+            // A table-store query runs in the API Worker's isolate; a sql.js one in the engine Worker's.
+            const inspector = !isolates ? null : engine === "store" ? isolates.api : isolates.engine;
+            const record = await caseOnce(
+              client,
+              file,
+              query,
+              lookupPath,
+              uploaded.has(file.label),
+              reference,
+              refs,
+              currentPids().worker,
+              inspector,
+              inspector === isolates?.api ? "dqs (API Worker)" : inspector ? "dqs-engine" : null,
+              mode,
+            );
+            const { referenceRows, ...stored } = record;
+            into.cases.push({ run, ...stored });
+            if (!memory && record.engine) engineOf.set(`${file.label}/${query.id}`, record.engine);
+            // The first answer's rows against the same query's reference rows.
+            const first = firstRows.get(file.label);
+            const answer = into.firstAnswers.find((a) => a.run === run && a.file === file.label);
+            if (query.id === "Q1" && first && referenceRows && answer) {
+              answer.mismatch = compareRows(first, referenceRows, query.order);
+              answer.matchesSqlite3 = answer.mismatch === null;
+            }
+            log(
+              `  ${file.label} ${query.id}: dqs ${record.dqs.ok ? `${record.dqs.seconds.toFixed(2)} s (${record.engine ?? "?"})` : `FAILED (${record.dqs.message.slice(0, 160)})`}` +
+                (record.sqlite3 ? `, sqlite3 ${engineText(record.sqlite3)}` : "") +
+                (record.duckdb ? `, duckdb ${engineText(record.duckdb)}` : "") +
+                (record.sqlite3Query ? `, sqlite3 query ${engineText(record.sqlite3Query)}` : "") +
+                (record.duckdbQuery ? `, duckdb query ${engineText(record.duckdbQuery)}` : "") +
+                (record.isolateHeapDelta !== null
+                  ? `, isolate incl. garbage +${(record.isolateHeapDelta / 1e6).toFixed(1)} MB`
+                  : "") +
+                (record.isolateHeldDelta !== null
+                  ? `, isolate held +${(record.isolateHeldDelta / 1e6).toFixed(1)} MB (${record.isolateHeldSamples} readings, ${record.isolateWorker})`
+                  : "") +
+                (record.mismatches.length ? `; MISMATCH ${record.mismatches.join("; ")}` : ""),
+            );
+          }
+        } finally {
+          refs?.duckdb?.close();
         }
       }
     };
@@ -304,10 +430,18 @@ async function main() {
       log(`run ${run}/${opts.runs}`);
       await pass(run, null, opts.reference, timed);
     }
+    const big = files.find((f) => f.label === "5m");
+    if (opts.concurrency > 0 && big && q1 && timed.uploads.some((u) => u.file === "5m" && u.ok)) {
+      const expected = timed.cases.find((c) => c.file === "5m" && c.query === "Q1" && c.dqs.ok);
+      concurrency = await concurrentQueries(server.url, client, big, q1, opts.concurrency);
+      if (!expected) log("concurrency: no timed Q1 on 5m succeeded to compare the rows with");
+    }
     // A DevTools session puts the isolate in debugging mode (WebAssembly stays in its baseline tier:
     // queries run ~1.5x slower), so the isolate's memory is read in a pass of its own, never timed.
     if (opts.inspector) {
-      const connected = await connectIsolates(server, currentPids().worker, queries.length > 0);
+      // The engine's session only when some query ran in sql.js (table-store queries are read in the API isolate).
+      const sqljs = queries.length > 0 && [...engineOf.values()].some((e) => e !== "store");
+      const connected = await connectIsolates(server, currentPids().worker, sqljs);
       isolateNotes = connected.notes;
       const { api, engine } = connected.isolates;
       if (!api && !engine) log("memory pass: no isolate could be inspected; the isolates' memory is not measured");
@@ -330,7 +464,9 @@ async function main() {
     if (server) log(`wrangler output (tail):\n${(server as DevServer).output().slice(-3000)}`);
   } finally {
     if (server) writeFileSync(join(BENCH, "data/wrangler-dev.log"), (server as DevServer).output());
+    if (floor) writeFileSync(join(BENCH, "data/floor-wrangler-dev.log"), (floor as FloorServer).output());
     await stopServer();
+    for (const path of sqliteFiles.values()) rmSync(path, { force: true });
   }
 
   const summary = summarize({
@@ -343,17 +479,21 @@ async function main() {
     queries,
     uploads: timed.uploads,
     cases: timed.cases,
+    firstAnswers: timed.firstAnswers,
+    concurrency,
     memory,
     isolates: isolateNotes,
     note: serverNote,
   });
   const markdown = renderMarkdown(summary);
   mkdirSync(join(BENCH, "results"), { recursive: true });
-  writeFileSync(join(BENCH, "results/latest.json"), JSON.stringify(summary, null, 2) + "\n");
-  writeFileSync(join(BENCH, "results/latest.md"), markdown);
+  writeFileSync(join(BENCH, `results/${opts.out}.json`), JSON.stringify(summary, null, 2) + "\n");
+  writeFileSync(join(BENCH, `results/${opts.out}.md`), markdown);
   if (opts.readme) updateReadme(markdown);
   process.stdout.write(markdown);
-  log("wrote bench/results/latest.md and bench/results/latest.json");
+  log(
+    `wrote bench/results/${opts.out}.md and bench/results/${opts.out}.json; ${((Date.now() - started.getTime()) / 60000).toFixed(1)} minutes`,
+  );
   process.exitCode = serverNote ? 1 : 0;
 }
 
@@ -474,6 +614,115 @@ async function warmUp(client: Client): Promise<void> {
   log(`warm-up: upload ${uploaded.seconds.toFixed(2)} s, query ${queried.seconds.toFixed(2)} s`);
 }
 
+/** Q4's lookup table, uploaded once (its own small data item: column images), waited for until query-ready. */
+async function uploadLookup(client: Client, path: string): Promise<void> {
+  const uploaded = await client.upload(ACCOUNT, DATASET, LOOKUP, path);
+  if (uploaded.status !== 200) throw new Error(`lookup upload failed: ${uploaded.status} ${uploaded.message}`);
+  const ready = await client.waitQueryReady(ACCOUNT, DATASET, LOOKUP, READY_TIMEOUT_MS);
+  if (!ready.ready) throw new Error(`the lookup table did not become query-ready in ${ready.seconds.toFixed(0)} s`);
+  log(`lookup table: uploaded in ${uploaded.seconds.toFixed(2)} s, query-ready ${ready.seconds.toFixed(2)} s later`);
+}
+
+/** The upload floor: the same multipart bytes POSTed to the bare Worker that pipes them into local R2. */
+async function floorUpload(floor: FloorServer, file: BenchFile): Promise<Timed> {
+  try {
+    const answer = await postMultipart(new URL(`${floor.url}/${DATA_NAME[file.label]}`), file.path);
+    return answer.status === 200
+      ? { ok: true, seconds: answer.seconds }
+      : { ok: false, seconds: answer.seconds, message: `${answer.status} ${answer.message.slice(0, 200)}` };
+  } catch (error) {
+    return { ok: false, seconds: 0, message: error instanceof Error ? error.message : String(error) };
+  }
+}
+
+/** The repeat references of one file: a sqlite3 database file (imported once per bench) and a loaded DuckDB. */
+interface RepeatReferences {
+  sqliteDb: string | null;
+  sqliteError: string | null;
+  duckdb: LoadedDuckdb | null;
+  duckdbError: string | null;
+}
+
+async function repeatReferences(
+  file: BenchFile,
+  lookupPath: string,
+  sqliteFiles: Map<string, string>,
+): Promise<RepeatReferences> {
+  let sqliteDb = sqliteFiles.get(file.label) ?? null;
+  let sqliteError: string | null = null;
+  if (!sqliteDb) {
+    const path = join(BENCH, `data/ref-${file.label}.sqlite`);
+    const imported = await importSqlite3File(file.path, file.gzip, lookupPath, path);
+    if (imported.ok) {
+      sqliteFiles.set(file.label, path);
+      sqliteDb = path;
+      log(
+        `  ${file.label}: sqlite3 imported it into ${basename(path)} in ${imported.seconds.toFixed(2)} s (repeat reference)`,
+      );
+    } else sqliteError = imported.message;
+  }
+  let duckdb: LoadedDuckdb | null = null;
+  let duckdbError: string | null = null;
+  try {
+    duckdb = await LoadedDuckdb.load(file.path, lookupPath);
+    log(`  ${file.label}: DuckDB loaded it in ${duckdb.loadSeconds.toFixed(2)} s (repeat reference)`);
+  } catch (error) {
+    duckdbError = `duckdb: ${error instanceof Error ? error.message : String(error)}`;
+  }
+  return { sqliteDb, sqliteError, duckdb, duckdbError };
+}
+
+/**
+ * `count` users (bench-c01 …, each logged in, granted read on the bench dataset) submit Q1 on the 5m file at
+ * once; every query must finish. Each user has its own fair share (QUERY_MAX_RUNNING_PER_USER is 1 under
+ * wrangler dev), so none waits behind another's share.
+ */
+async function concurrentQueries(
+  baseUrl: string,
+  owner: Client,
+  file: BenchFile,
+  query: QueryDef,
+  count: number,
+): Promise<ConcurrencyRun> {
+  const sql = query.sql.replaceAll("{t}", `${ACCOUNT}.${DATASET}.${DATA_NAME[file.label]}`);
+  log(`concurrency: ${count} users log in and get read access to ${ACCOUNT}/${DATASET} ...`);
+  const clients: Client[] = [];
+  for (let i = 1; i <= count; i++) {
+    const name = `bench-c${String(i).padStart(2, "0")}`;
+    clients.push(new Client(baseUrl, await login(baseUrl, name)));
+    await owner.grant(ACCOUNT, DATASET, name, "read");
+  }
+  log(`concurrency: ${count} × ${query.id} on ${file.label} at once ...`);
+  const started = performance.now();
+  const runs = await Promise.all(
+    clients.map(async (c, i) => {
+      const result = await c.query(sql, { pollMs: 200, timeoutMs: QUERY_TIMEOUT_MS });
+      const ended = (performance.now() - started) / 1000;
+      return { user: i + 1, result, ended };
+    }),
+  );
+  const wall = (performance.now() - started) / 1000;
+  const first = runs.find((r) => r.result.ok);
+  const firstRows = first?.result.ok ? parseCsv(first.result.csv) : null;
+  const queries = runs.map(({ user, result, ended }) => {
+    const rows = result.ok ? parseCsv(result.csv) : null;
+    return {
+      user,
+      ok: result.ok,
+      seconds: Number(result.seconds.toFixed(4)),
+      ended_s: Number(ended.toFixed(4)),
+      engine: result.status?.Engine ?? null,
+      queue_wait_s: result.status?.Timings ? result.status.Timings.QueueWaitMs / 1000 : null,
+      execute_s: result.status?.Timings ? result.status.Timings.ExecuteMs / 1000 : null,
+      same_rows_as_first: rows && firstRows ? compareRows(rows, firstRows, query.order) === null : null,
+      message: result.ok ? null : result.message,
+    };
+  });
+  const ok = queries.filter((q) => q.ok).length;
+  log(`concurrency: ${ok} of ${count} succeeded in ${wall.toFixed(1)} s`);
+  return { file: file.label, query: query.id, users: count, wall_s: wall, queries };
+}
+
 function engineText(run: Timed): string {
   return run.ok ? `${run.seconds.toFixed(2)} s` : `FAILED (${run.message.slice(0, 120)})`;
 }
@@ -484,7 +733,13 @@ async function uploadOnce(
   pids: { worker: number[]; proxy: number[] },
   inspector: IsolateInspector | null,
   mode: MemoryMode | null,
-): Promise<Omit<UploadRun, "run">> {
+  floorRun: Timed | null,
+  firstQuery: QueryDef | null,
+): Promise<
+  Omit<UploadRun, "run"> & {
+    firstAnswer: (Omit<FirstAnswerRun, "run" | "matchesSqlite3" | "mismatch"> & { rows: string[][] | null }) | null;
+  }
+> {
   let isolateHeap: HeapReport | null = null;
   let isolateHeld: HeldReport | null = null;
   const work = async () => {
@@ -501,6 +756,10 @@ async function uploadOnce(
   };
   let workerRss: RssReport | null = null;
   let proxyRss: RssReport | null = null;
+  const floor = floorRun
+    ? { floorSeconds: floorRun.seconds, floorOk: floorRun.ok, floorMessage: floorRun.ok ? null : floorRun.message }
+    : { floorSeconds: null, floorOk: null, floorMessage: null };
+  const started = performance.now();
   try {
     const outer = await measureRss(pids.worker, async () => {
       const inner = await measureRss(pids.proxy, work);
@@ -510,9 +769,45 @@ async function uploadOnce(
     workerRss = pids.worker.length && !outer.rss.lost ? outer.rss : null;
     const response = outer.value;
     const ok = response.status === 200;
-    // Untimed: the column images are built in the background; the next upload or query waits for them.
-    const ready = ok ? await client.waitQueryReady(ACCOUNT, DATASET, DATA_NAME[file.label]) : null;
+    // The first answer: Q1 submitted as soon as the upload answered, whatever the service still prepares
+    // (it runs on the CSV, or waits for the table store being built); timed from the upload's start.
+    let firstAnswer:
+      (Omit<FirstAnswerRun, "run" | "matchesSqlite3" | "mismatch"> & { rows: string[][] | null }) | null = null;
+    if (ok && firstQuery) {
+      const sql = firstQuery.sql.replaceAll("{t}", `${ACCOUNT}.${DATASET}.${DATA_NAME[file.label]}`);
+      const answer = await client.query(sql, { timeoutMs: QUERY_TIMEOUT_MS });
+      const seconds = (performance.now() - started) / 1000;
+      firstAnswer = answer.ok
+        ? {
+            file: file.label,
+            ok: true,
+            seconds,
+            uploadSeconds: response.seconds,
+            querySeconds: answer.seconds,
+            engine: answer.status.Engine ?? null,
+            timings: answer.status.Timings,
+            message: null,
+            rows: parseCsv(answer.csv),
+          }
+        : {
+            file: file.label,
+            ok: false,
+            seconds,
+            uploadSeconds: response.seconds,
+            querySeconds: answer.seconds,
+            engine: answer.status?.Engine ?? null,
+            timings: answer.status?.Timings ?? null,
+            message: answer.message,
+            rows: null,
+          };
+    }
+    // Untimed: the query-ready form (column images or table store) is built in the background; the next upload
+    // or query waits for it.
+    const ready = ok ? await client.waitQueryReady(ACCOUNT, DATASET, DATA_NAME[file.label], READY_TIMEOUT_MS) : null;
     return {
+      ...floor,
+      firstAnswer,
+      tableStore: ready?.tableStore ?? null,
       readySeconds: ready?.ready ? ready.seconds : null,
       imageBytes: ready?.imageBytes ?? null,
       file: file.label,
@@ -527,6 +822,9 @@ async function uploadOnce(
     };
   } catch (error) {
     return {
+      ...floor,
+      firstAnswer: null,
+      tableStore: null,
       file: file.label,
       ok: false,
       message: error instanceof Error ? error.message : String(error),
@@ -546,14 +844,19 @@ async function caseOnce(
   client: Client,
   file: BenchFile,
   query: QueryDef,
+  lookupPath: string,
   uploaded: boolean,
   reference: boolean,
+  refs: RepeatReferences | null,
   workerPids: number[],
   inspector: IsolateInspector | null,
+  isolateWorker: string | null,
   mode: MemoryMode | null,
-): Promise<Omit<CaseRun, "run">> {
-  const dqsSql = query.sql.replaceAll("{t}", `${ACCOUNT}.${DATASET}.${DATA_NAME[file.label]}`);
-  const localSql = query.sql.replaceAll("{t}", "t");
+): Promise<Omit<CaseRun, "run"> & { referenceRows: string[][] | null }> {
+  const dqsSql = query.sql
+    .replaceAll("{t}", `${ACCOUNT}.${DATASET}.${DATA_NAME[file.label]}`)
+    .replaceAll("{lookup}", `${ACCOUNT}.${DATASET}.${LOOKUP}`);
+  const localSql = query.sql.replaceAll("{t}", "t").replaceAll("{lookup}", "lookup");
   let dqs: CaseRun["dqs"];
   let workerRssDelta: number | null = null;
   let isolateHeapDelta: number | null = null;
@@ -567,15 +870,16 @@ async function caseOnce(
   else {
     try {
       const measured = await measureRss(workerPids, async () => {
-        if (!inspector || !mode) return client.query(dqsSql);
+        const run = () => client.query(dqsSql, { timeoutMs: QUERY_TIMEOUT_MS });
+        if (!inspector || !mode) return run();
         if (mode === "held") {
-          const held = await inspector.measureHeld(() => client.query(dqsSql));
+          const held = await inspector.measureHeld(run);
           isolateHeldDelta = held.heap?.delta ?? null;
           isolateHeldPeakTotal = held.heap ? held.heap.peak.used + held.heap.peak.backing : null;
           isolateHeldSamples = held.heap?.samples ?? null;
           return held.value;
         }
-        const inner = await inspector.measure(() => client.query(dqsSql));
+        const inner = await inspector.measure(run);
         isolateHeapDelta = inner.heap?.delta ?? null;
         isolatePeakTotal = inner.heap ? inner.heap.peak.used + inner.heap.peak.backing : null;
         return inner.value;
@@ -591,8 +895,19 @@ async function caseOnce(
       dqs = { ok: false, seconds: 0, message: `bench: ${error instanceof Error ? error.message : String(error)}` };
     }
   }
-  const sqlite3 = reference ? await runSqlite3(file.path, file.gzip, localSql) : null;
-  const duckdb = reference ? await runDuckdb(file.path, localSql) : null;
+  const sqlite3 = reference ? await runSqlite3(file.path, file.gzip, localSql, lookupPath) : null;
+  const duckdb = reference ? await runDuckdb(file.path, localSql, lookupPath) : null;
+  // Repeat: the query alone, on the data each reference already holds.
+  const sqlite3Query: EngineRun | null = refs
+    ? refs.sqliteDb
+      ? await querySqlite3File(refs.sqliteDb, localSql)
+      : { ok: false, seconds: 0, message: refs.sqliteError ?? "no database file" }
+    : null;
+  const duckdbQuery: EngineRun | null = refs
+    ? refs.duckdb
+      ? await refs.duckdb.query(localSql)
+      : { ok: false, seconds: 0, message: refs.duckdbError ?? "not loaded" }
+    : null;
   const mismatches: string[] = [];
   const check = (name: string, other: EngineRun | null, base: string[][] | null, baseName: string) => {
     if (!other?.ok || !base) return;
@@ -601,6 +916,8 @@ async function caseOnce(
   };
   check("sqlite3", sqlite3, dqsRows, "dqs");
   check("duckdb", duckdb, dqsRows, "dqs");
+  check("sqlite3 (file)", sqlite3Query, dqsRows, "dqs");
+  check("duckdb (loaded)", duckdbQuery, dqsRows, "dqs");
   // Without a dqs result, the two references still check each other.
   if (!dqsRows && sqlite3?.ok) check("duckdb", duckdb, sqlite3.rows, "sqlite3");
   return {
@@ -618,9 +935,16 @@ async function caseOnce(
     notes,
     sqlite3: sqlite3 && (sqlite3.ok ? { ok: true, seconds: sqlite3.seconds } : sqlite3),
     duckdb: duckdb && (duckdb.ok ? { ok: true, seconds: duckdb.seconds } : duckdb),
-    matchesSqlite3: dqsRows && sqlite3?.ok ? !mismatches.some((m) => m.startsWith("dqs vs sqlite3")) : null,
-    matchesDuckdb: dqsRows && duckdb?.ok ? !mismatches.some((m) => m.startsWith("dqs vs duckdb")) : null,
+    sqlite3Query: sqlite3Query && (sqlite3Query.ok ? { ok: true, seconds: sqlite3Query.seconds } : sqlite3Query),
+    duckdbQuery: duckdbQuery && (duckdbQuery.ok ? { ok: true, seconds: duckdbQuery.seconds } : duckdbQuery),
+    engine: dqs.status?.Engine ?? null,
+    isolateWorker: mode ? isolateWorker : null,
+    matchesSqlite3:
+      dqsRows && (sqlite3?.ok || sqlite3Query?.ok) ? !mismatches.some((m) => m.startsWith("dqs vs sqlite3")) : null,
+    matchesDuckdb:
+      dqsRows && (duckdb?.ok || duckdbQuery?.ok) ? !mismatches.some((m) => m.startsWith("dqs vs duckdb")) : null,
     mismatches,
+    referenceRows: sqlite3?.ok ? sqlite3.rows : sqlite3Query?.ok ? sqlite3Query.rows : duckdb?.ok ? duckdb.rows : null,
   };
 }
 

@@ -334,3 +334,85 @@ export function varsFromOptions(options: string[]): Record<string, string> {
   }
   return vars;
 }
+
+/** The upload floor's Worker (bench/floor), running under its own `wrangler dev`. */
+export interface FloorServer {
+  url: string;
+  pid: number;
+  output(): string;
+  stop(): Promise<void>;
+}
+
+/**
+ * Starts the upload floor: `wrangler dev` on bench/floor/wrangler.jsonc (a bare Worker that pipes the request body
+ * into local R2), copied to a temporary folder with fresh state, on 127.0.0.1 and a free port. It is a workerd
+ * process of its own: while the bench uploads to it, dqs's workerd is idle (and the other way round).
+ */
+export async function startFloorWorker(): Promise<FloorServer> {
+  const dir = mkdtempSync(join(tmpdir(), "dqs-bench-floor-"));
+  for (const entry of ["worker.ts", "wrangler.jsonc"]) cpSync(join(ROOT, "bench/floor", entry), join(dir, entry));
+  const wrangler = join(ROOT, "node_modules/.bin/wrangler");
+  const port = await freePort();
+  const inspectorPort = await freePort();
+  const child: ChildProcess = spawn(
+    wrangler,
+    [
+      "dev",
+      "-c",
+      "wrangler.jsonc",
+      "--ip",
+      "127.0.0.1",
+      "--port",
+      String(port),
+      "--inspector-port",
+      String(inspectorPort),
+      "--persist-to",
+      join(dir, ".state"),
+      "--show-interactive-dev-session=false",
+    ],
+    { cwd: dir, env: wranglerEnv(ROOT), stdio: ["ignore", "pipe", "pipe"], detached: true },
+  );
+  if (child.pid) started.add(child.pid);
+  let log = "";
+  child.stdout?.on("data", (chunk: Buffer) => (log += chunk.toString()));
+  child.stderr?.on("data", (chunk: Buffer) => (log += chunk.toString()));
+  const url = `http://127.0.0.1:${port}`;
+  const stop = async () => {
+    if (child.exitCode === null && child.pid) {
+      const exited = new Promise((r) => child.once("exit", r));
+      try {
+        process.kill(-child.pid, "SIGTERM");
+      } catch {
+        // already gone
+      }
+      await Promise.race([exited, new Promise((r) => setTimeout(r, 5000))]);
+      if (child.exitCode === null)
+        try {
+          process.kill(-child.pid, "SIGKILL");
+        } catch {
+          // already gone
+        }
+    }
+    if (child.pid) started.delete(child.pid);
+    rmSync(dir, { recursive: true, force: true });
+  };
+  const deadline = Date.now() + 60_000;
+  for (;;) {
+    if (child.exitCode !== null) {
+      await stop();
+      throw new Error(`the floor Worker's wrangler dev exited early:\n${log}`);
+    }
+    try {
+      // A GET answers 405: the Worker is up.
+      if ((await fetch(url)).status === 405) break;
+    } catch {
+      // not listening yet
+    }
+    if (Date.now() > deadline) {
+      await stop();
+      throw new Error(`the floor Worker's wrangler dev did not become ready:\n${log}`);
+    }
+    await new Promise((r) => setTimeout(r, 250));
+  }
+  return { url, pid: child.pid!, output: () => log, stop };
+}
