@@ -1,5 +1,5 @@
-/** Bytes per ranged read: few enough round trips, little held (two at a time). */
-const RANGE_BYTES = 2 * 1024 * 1024;
+/** Bytes per ranged read: few enough round trips, little held (two at a time), short work for the reader each. */
+const RANGE_BYTES = 1024 * 1024;
 
 /**
  * An R2 object's bytes as a stream of large chunks, read as ranges, the
@@ -7,6 +7,10 @@ const RANGE_BYTES = 2 * 1024 * 1024;
  * object does not exist. A plain `get().body` arrives in pieces of a few
  * KB under `wrangler dev` (19,000 of them for a 78 MB file), and the
  * per-piece work of a reader then costs more than the parsing itself.
+ * Each range is handed on in a task of its own: the prefetched read is
+ * already there, and awaiting it alone would let a reader that parses and
+ * stores as it goes hold the isolate (and, under `wrangler dev`, every
+ * Worker of the session) until the whole object is done.
  */
 export async function openObjectStream(
   bucket: R2Bucket,
@@ -31,6 +35,7 @@ export async function openObjectStream(
     async pull(controller) {
       if (!next) return controller.close();
       const bytes = await next;
+      await new Promise((resolve) => setTimeout(resolve, 0));
       offset += bytes.byteLength;
       next = offset < size && bytes.byteLength > 0 ? read(offset) : null;
       // Keep the prefetch from being reported as unhandled if the reader stops early.

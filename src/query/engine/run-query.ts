@@ -27,9 +27,10 @@ export interface LoadableItem extends PlannedItem {
 
 /** sql.js attaches at most this many databases to one connection (SQLite's default SQLITE_MAX_ATTACHED). */
 const MAX_ATTACHED = 10;
-/** How long a query waits for a table store being built, and how often it looks again. */
+/** How long a query waits for a table store being built, and how often it looks again (more often at first). */
 const STORE_WAIT_MS = 15 * 60_000;
-const STORE_POLL_MS = 2_000;
+const STORE_POLL_MS = [250, 250, 500, 500, 1000];
+const STORE_POLL_MAX_MS = 2_000;
 
 /** Where the engine reads data items from: the catalog (with its visibility rule), storage and table stores. */
 export interface QuerySource {
@@ -205,8 +206,8 @@ async function plan(
   { ok: true; resolved: Resolved; choice: EngineChoice } | { ok: false; message: string; cancelled: boolean }
 > {
   const waitUntil = Date.now() + STORE_WAIT_MS;
-  for (let current = resolved; ;) {
-    const choice = chooseEngine(current.items, current.used, limits);
+  for (let current = resolved, polls = 0; ; polls++) {
+    const choice = chooseEngine(current.items);
     if (choice.engine !== "wait") {
       if (current !== resolved) await io.control.wait("Running: the table store is ready.", limits.timeLimitMs);
       return { ok: true, resolved: current, choice };
@@ -222,7 +223,7 @@ async function plan(
       `Waiting: the table store of ${name} (${current.items[choice.for]!.rows} rows) is being built; the query runs when it is ready.`,
       waitUntil - Date.now(),
     );
-    await new Promise((resolve) => setTimeout(resolve, STORE_POLL_MS));
+    await new Promise((resolve) => setTimeout(resolve, STORE_POLL_MS[polls] ?? STORE_POLL_MAX_MS));
     if (await io.control.cancelled()) return { ok: false, cancelled: true, message: "Cancelled by its owner." };
     const again = await resolve(resolved.original, io.source);
     if (!again.ok) return { ok: false, cancelled: false, message: again.message };

@@ -212,16 +212,13 @@ describe("building a table store", () => {
     expect(await orphansUnder(item.prefix)).toEqual([]);
   });
 
-  it("should run queries on the item in its store once built, with the same answer as sql.js before", async () => {
+  it("should run queries on the item in its store once built, with the answer sql.js gives", async () => {
     const item = await newItem();
     const sql = `SELECT count(*), sum(amount) FROM ${item.table}`;
-    const before = await runSql(owner.accessToken, sql);
     await deliver(item.queue.sent);
 
     const after = await runSql(owner.accessToken, sql);
 
-    expect(engineOf(before)).toBe("sqljs");
-    expect(before.csv).toBe(TOTALS);
     expect(engineOf(after)).toBe("store");
     expect(after.status.Status).toBe("succeeded");
     expect(after.csv).toBe(TOTALS);
