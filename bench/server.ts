@@ -102,17 +102,55 @@ export async function startWranglerDev(vars: Record<string, string> = {}): Promi
 
   const port = await freePort();
   const inspectorPort = await freePort();
-  const child: ChildProcess = spawn(
+  const running = await runWranglerDev({
     wrangler,
-    wranglerDevArgs({ port, state, vars, extra: ["--inspector-port", String(inspectorPort)] }),
-    { cwd: snapshot, env, stdio: ["ignore", "pipe", "pipe"], detached: true },
-  );
+    args: wranglerDevArgs({ port, state, vars, extra: ["--inspector-port", String(inspectorPort)] }),
+    cwd: snapshot,
+    env,
+    url: `http://127.0.0.1:${port}`,
+    ready: async (url) => (await fetch(`${url}/v1/openapi.json`)).ok,
+    name: "wrangler dev",
+    timeoutMs: 120_000,
+    cleanUp: () => rmSync(snapshot, { recursive: true, force: true }),
+  });
+  return { ...running, inspectorPort, snapshot };
+}
+
+/** A `wrangler dev` started by the bench: its URL, process group, log and how to stop it. */
+interface RunningWrangler {
+  url: string;
+  pid: number;
+  output(): string;
+  stop(): Promise<void>;
+}
+
+/**
+ * Spawns `wrangler dev` in a process group of its own, collects its log,
+ * and waits until `ready` says it answers; `stop` ends the group (SIGTERM,
+ * then SIGKILL after 5 s) and runs `cleanUp`.
+ */
+async function runWranglerDev(options: {
+  wrangler: string;
+  args: string[];
+  cwd: string;
+  env: NodeJS.ProcessEnv;
+  url: string;
+  ready(url: string): Promise<boolean>;
+  name: string;
+  timeoutMs: number;
+  cleanUp(): void;
+}): Promise<RunningWrangler> {
+  const { url, name } = options;
+  const child: ChildProcess = spawn(options.wrangler, options.args, {
+    cwd: options.cwd,
+    env: options.env,
+    stdio: ["ignore", "pipe", "pipe"],
+    detached: true,
+  });
   if (child.pid) started.add(child.pid);
   let log = "";
   child.stdout?.on("data", (chunk: Buffer) => (log += chunk.toString()));
   child.stderr?.on("data", (chunk: Buffer) => (log += chunk.toString()));
-  const url = `http://127.0.0.1:${port}`;
-
   const stop = async () => {
     if (child.exitCode === null && child.pid) {
       const exited = new Promise((r) => child.once("exit", r));
@@ -122,37 +160,34 @@ export async function startWranglerDev(vars: Record<string, string> = {}): Promi
         // already gone
       }
       await Promise.race([exited, new Promise((r) => setTimeout(r, 5000))]);
-      if (child.exitCode === null) {
+      if (child.exitCode === null)
         try {
           process.kill(-child.pid, "SIGKILL");
         } catch {
           // already gone
         }
-      }
     }
     if (child.pid) started.delete(child.pid);
-    rmSync(snapshot, { recursive: true, force: true });
+    options.cleanUp();
   };
-
-  const deadline = Date.now() + 120_000;
+  const deadline = Date.now() + options.timeoutMs;
   for (;;) {
     if (child.exitCode !== null) {
       await stop();
-      throw new Error(`wrangler dev exited early:\n${log}`);
+      throw new Error(`${name} exited early:\n${log}`);
     }
     try {
-      const response = await fetch(`${url}/v1/openapi.json`);
-      if (response.ok) break;
+      if (await options.ready(url)) break;
     } catch {
       // not listening yet
     }
     if (Date.now() > deadline) {
       await stop();
-      throw new Error(`wrangler dev did not become ready:\n${log}`);
+      throw new Error(`${name} did not become ready:\n${log}`);
     }
     await new Promise((r) => setTimeout(r, 250));
   }
-  return { url, inspectorPort, snapshot, pid: child.pid!, output: () => log, stop };
+  return { url, pid: child.pid!, output: () => log, stop };
 }
 
 interface ProcInfo {
@@ -354,9 +389,9 @@ export async function startFloorWorker(): Promise<FloorServer> {
   const wrangler = join(ROOT, "node_modules/.bin/wrangler");
   const port = await freePort();
   const inspectorPort = await freePort();
-  const child: ChildProcess = spawn(
+  return runWranglerDev({
     wrangler,
-    [
+    args: [
       "dev",
       "-c",
       "wrangler.jsonc",
@@ -370,49 +405,13 @@ export async function startFloorWorker(): Promise<FloorServer> {
       join(dir, ".state"),
       "--show-interactive-dev-session=false",
     ],
-    { cwd: dir, env: wranglerEnv(ROOT), stdio: ["ignore", "pipe", "pipe"], detached: true },
-  );
-  if (child.pid) started.add(child.pid);
-  let log = "";
-  child.stdout?.on("data", (chunk: Buffer) => (log += chunk.toString()));
-  child.stderr?.on("data", (chunk: Buffer) => (log += chunk.toString()));
-  const url = `http://127.0.0.1:${port}`;
-  const stop = async () => {
-    if (child.exitCode === null && child.pid) {
-      const exited = new Promise((r) => child.once("exit", r));
-      try {
-        process.kill(-child.pid, "SIGTERM");
-      } catch {
-        // already gone
-      }
-      await Promise.race([exited, new Promise((r) => setTimeout(r, 5000))]);
-      if (child.exitCode === null)
-        try {
-          process.kill(-child.pid, "SIGKILL");
-        } catch {
-          // already gone
-        }
-    }
-    if (child.pid) started.delete(child.pid);
-    rmSync(dir, { recursive: true, force: true });
-  };
-  const deadline = Date.now() + 60_000;
-  for (;;) {
-    if (child.exitCode !== null) {
-      await stop();
-      throw new Error(`the floor Worker's wrangler dev exited early:\n${log}`);
-    }
-    try {
-      // A GET answers 405: the Worker is up.
-      if ((await fetch(url)).status === 405) break;
-    } catch {
-      // not listening yet
-    }
-    if (Date.now() > deadline) {
-      await stop();
-      throw new Error(`the floor Worker's wrangler dev did not become ready:\n${log}`);
-    }
-    await new Promise((r) => setTimeout(r, 250));
-  }
-  return { url, pid: child.pid!, output: () => log, stop };
+    cwd: dir,
+    env: wranglerEnv(ROOT),
+    url: `http://127.0.0.1:${port}`,
+    // A GET answers 405: the Worker is up.
+    ready: async (url) => (await fetch(url)).status === 405,
+    name: "the floor Worker's wrangler dev",
+    timeoutMs: 60_000,
+    cleanUp: () => rmSync(dir, { recursive: true, force: true }),
+  });
 }

@@ -1,6 +1,7 @@
 import { beforeAll, describe, expect, it } from "vitest";
 import type { Database } from "../../src/query/sqlite";
 import { openDatabase } from "../../src/query/sqlite";
+import { SQLITE_TYPE } from "../../src/query/table-layout";
 import { csvCell, runEngine, seededRandom, type MemoryItem } from "../support/engine";
 
 // The same generated rows, queried two ways: through the engine (CSV file,
@@ -124,19 +125,13 @@ beforeAll(async () => {
     "diff.set.dims": { columns: DIM_COLUMNS, data: csvOf(DIM_COLUMNS, DIMS) },
   };
   reference = await openDatabase();
-  const affinity = {
-    STRING: "TEXT",
-    INTEGER: "INTEGER",
-    DOUBLE: "REAL",
-    BOOLEAN: "INTEGER",
-    DATE: "TEXT",
-    TIMESTAMP: "TEXT",
-  };
   for (const [table, columns, rows] of [
     ["facts", FACT_COLUMNS, facts],
     ["dims", DIM_COLUMNS, DIMS],
   ] as const) {
-    reference.run(`CREATE TABLE ${table} (${columns.map(([name, type]) => `${name} ${affinity[type]}`).join(", ")})`);
+    reference.run(
+      `CREATE TABLE ${table} (${columns.map(([name, type]) => `${name} ${SQLITE_TYPE[type]}`).join(", ")})`,
+    );
     reference.run(
       `INSERT INTO ${table} VALUES ${rows.map((row) => `(${row.map((cell) => cell.sql).join(", ")})`).join(",\n")}`,
     );

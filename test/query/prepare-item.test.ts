@@ -19,26 +19,22 @@ import {
 } from "../support/catalog";
 import { call, readEnvelope } from "../support/http";
 import { authHeader, login, type LoggedIn } from "../support/login";
-import { bareName, deliver, eventually, outcomeOf, runSql, serviceWith, TestQueue } from "../support/query";
+import {
+  bareName,
+  deliver,
+  eventually,
+  newQueuedItem,
+  outcomeOf,
+  runSql,
+  serviceWith,
+  TestQueue,
+  type QueuedItem,
+} from "../support/query";
 
 // The column images of a data item, end to end in the Worker: the upload asks
 // the queue (a TestQueue, so the test decides when the consumer runs), the
 // real consumer builds and records them, queries read them, and replacing or
 // deleting the data lists them for the sweep.
-
-/** One data item of the owner: where it is, and the queue its upload asked. */
-interface Item {
-  account: string;
-  dataset: string;
-  data: string;
-  /** account/dataset/data, for the HTTP routes. */
-  path: string;
-  /** account.dataset.data, for SQL. */
-  table: string;
-  /** data/<dataset id>/, where its R2 objects are. */
-  prefix: string;
-  queue: TestQueue;
-}
 
 const CSV =
   "id,category,amount\n" + Array.from({ length: 37 }, (_, i) => `${i + 1},c${i % 3},${i}.5`).join("\n") + "\n";
@@ -70,20 +66,10 @@ async function uploadWithImages(path: string, csv: string | Uint8Array<ArrayBuff
 }
 
 /** A new dataset of the owner with one data item uploaded with column images on (not built yet). */
+type Item = QueuedItem;
+
 async function newItem(csv: string | Uint8Array<ArrayBuffer> = CSV, data = "sales"): Promise<Item> {
-  const dataset = bareName("img");
-  await createDataset(owner.accessToken, owner.accountName, dataset);
-  const path = `${owner.accountName}/${dataset}/${data}`;
-  const queue = await uploadWithImages(path, csv);
-  return {
-    account: owner.accountName,
-    dataset,
-    data,
-    path,
-    table: `"${owner.accountName}"."${dataset}"."${data}"`,
-    prefix: `data/${await datasetId(owner.accountName, dataset)}/`,
-    queue,
-  };
+  return newQueuedItem(owner, "img", data, (path) => uploadWithImages(path, csv));
 }
 
 /** A new data item whose column images the consumer has built. */

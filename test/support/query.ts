@@ -5,7 +5,7 @@ import { consumeDeadQueries, consumeQueries, type WorkMessage } from "../../src/
 import type { PrepareMessage } from "../../src/query/prepare-item";
 import type { QueryRecord } from "../../src/query/query-record";
 import type { QueryState } from "../../src/query/query-state";
-import { createDataset, followDownload, uploadOk } from "./catalog";
+import { createDataset, datasetId, followDownload, uploadOk } from "./catalog";
 import { call, readEnvelope, workerWith, type Fetch } from "./http";
 import { authHeader } from "./login";
 
@@ -285,4 +285,40 @@ export async function eventually<T>(
     if (Date.now() > deadline) throw new Error(`condition not met within ${timeoutMs} ms: ${JSON.stringify(value)}`);
     await new Promise((resolve) => setTimeout(resolve, 20));
   }
+}
+
+/** One data item of a user, uploaded through a queue the test controls: its names and where its objects are. */
+export interface QueuedItem {
+  account: string;
+  dataset: string;
+  data: string;
+  /** account/dataset/data, for the HTTP routes. */
+  path: string;
+  /** "account"."dataset"."data", for SQL. */
+  table: string;
+  /** data/<dataset id>/, where its R2 objects are. */
+  prefix: string;
+  queue: TestQueue;
+}
+
+/** Creates a new dataset of `owner` (name from `prefix`) and uploads one data item with `upload`, which returns its queue. */
+export async function newQueuedItem(
+  owner: { accessToken: string; accountName: string },
+  prefix: string,
+  data: string,
+  upload: (path: string) => Promise<TestQueue>,
+): Promise<QueuedItem> {
+  const dataset = bareName(prefix);
+  await createDataset(owner.accessToken, owner.accountName, dataset);
+  const path = `${owner.accountName}/${dataset}/${data}`;
+  const queue = await upload(path);
+  return {
+    account: owner.accountName,
+    dataset,
+    data,
+    path,
+    table: `"${owner.accountName}"."${dataset}"."${data}"`,
+    prefix: `data/${await datasetId(owner.accountName, dataset)}/`,
+    queue,
+  };
 }

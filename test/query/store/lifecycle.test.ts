@@ -23,6 +23,7 @@ import {
   consume,
   deliver,
   eventually,
+  newQueuedItem,
   outcomeOf,
   runSql,
   serviceWith,
@@ -31,6 +32,7 @@ import {
   TestQueue,
   type QueryRun,
   type QueryStatusData,
+  type QueuedItem,
 } from "../../support/query";
 
 // A data item with at least TABLE_STORE_MIN_ROWS rows gets a table store: the
@@ -44,17 +46,6 @@ const TOTALS = "count(*),sum(amount)\n37,684.5\n";
 const REPLACEMENT = "id,category,amount\n" + Array.from({ length: 12 }, (_, i) => `${i + 1},x,1.5`).join("\n") + "\n";
 /** Items of 10 rows or more get a table store. */
 const STORE_ON: Partial<Env> = { COLUMN_IMAGES: "build", TABLE_STORE_MIN_ROWS: "10" };
-
-interface Item {
-  account: string;
-  dataset: string;
-  data: string;
-  path: string;
-  table: string;
-  /** data/<dataset id>/, where its R2 objects are. */
-  prefix: string;
-  queue: TestQueue;
-}
 
 let owner: LoggedIn;
 
@@ -80,20 +71,10 @@ async function uploadTo(path: string, csv = CSV, settings: Partial<Env> = {}): P
 }
 
 /** A new dataset of the owner with one large data item uploaded (its store asked for, not built). */
+type Item = QueuedItem;
+
 async function newItem(settings: Partial<Env> = {}, data = "sales"): Promise<Item> {
-  const dataset = bareName("store");
-  await createDataset(owner.accessToken, owner.accountName, dataset);
-  const path = `${owner.accountName}/${dataset}/${data}`;
-  const queue = await uploadTo(path, CSV, settings);
-  return {
-    account: owner.accountName,
-    dataset,
-    data,
-    path,
-    table: `"${owner.accountName}"."${dataset}"."${data}"`,
-    prefix: `data/${await datasetId(owner.accountName, dataset)}/`,
-    queue,
-  };
+  return newQueuedItem(owner, "store", data, (path) => uploadTo(path, CSV, settings));
 }
 
 /** A new data item whose store the consumer has built. */
