@@ -146,7 +146,7 @@ export class TableStore extends DurableObject<Env> {
       for (const other of request.others) {
         const name = `q_${randomToken(8)}_${other.alias}`;
         broughtIn.push(name);
-        bytesLoaded += await this.bringIn(name, other, request, deadline, bytesLoaded);
+        bytesLoaded += await this.bringIn(name, other, request, deadline);
         tables.set(other.alias.toLowerCase(), name);
       }
       const loadMs = Date.now() - started;
@@ -180,13 +180,17 @@ export class TableStore extends DurableObject<Env> {
     }
   }
 
-  /** Copies the columns a query uses of another data item into a table of this store, for this query only. */
+  /**
+   * Copies the columns a query uses of another data item into a table of
+   * this store, for this query only. QUERY_MAX_LOAD_BYTES, which bounds what
+   * sql.js holds in an isolate, does not apply: the store's size and the
+   * time limit do, so two large items can be joined.
+   */
   private async bringIn(
     name: string,
     other: StoreQuery["others"][number],
     request: StoreQuery,
     deadline: number,
-    loadedBefore: number,
   ): Promise<number> {
     const stream = await openObjectStream(this.env.BUCKET, other.source.objectKey).catch((error: unknown) => {
       throw new TransientError(`reading ${other.source.name} failed: ${String(error)}`);
@@ -199,8 +203,7 @@ export class TableStore extends DurableObject<Env> {
       name,
       { name: other.source.name, layout: other.source.layout, stream },
       other.columns ? new Set(other.columns) : null,
-      (bytes) => {
-        if (loadedBefore + bytes > request.limits.maxLoadBytes) return limitStops.load(request.limits).message;
+      () => {
         if (Date.now() > deadline) return limitStops.time(request.limits, " while loading").message;
         if (sql.databaseSize > request.maxStoreBytes) return storeFull(request.maxStoreBytes).message;
         return null;

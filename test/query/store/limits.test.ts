@@ -99,7 +99,9 @@ describe("limits in a table store", () => {
     expect(over.csv).toBe("");
   });
 
-  it("should count against QUERY_MAX_LOAD_BYTES what it brings in, and not the store's own rows", async () => {
+  // QUERY_MAX_LOAD_BYTES bounds what sql.js holds in an isolate; a store brings items in up to TABLE_STORE_MAX_BYTES,
+  // so a join of two large items works. The status still reports the bytes brought in.
+  it("should report what it brings in as loaded, without holding it to QUERY_MAX_LOAD_BYTES", async () => {
     const join = "SELECT count(*) FROM a.d.big JOIN a.d.small ON k = n";
     const free = await storeRun(join);
     expect(free.csv).toBe("count(*)\n2000\n");
@@ -107,16 +109,12 @@ describe("limits in a table store", () => {
     expect(brought).toBeGreaterThan(0);
 
     const host = await storeRun("SELECT count(*), sum(n) FROM a.d.big", { maxLoadBytes: 1 });
-    const over = await storeRun(join, { maxLoadBytes: brought - 1 });
-    const exact = await storeRun(join, { maxLoadBytes: brought });
+    const under = await storeRun(join, { maxLoadBytes: 1 });
 
     expect(host.outcome).toMatchObject({ engine: "store", ok: true, bytesLoaded: 0 });
     expect(host.csv).toBe(`count(*),sum(n)\n${ROWS},${(ROWS * (ROWS + 1)) / 2}\n`);
-    expect(over.outcome.engine).toBe("store");
-    expect(messageOf(over.outcome)).toBe(
-      `Failed: the query would load more than the limit of ${brought - 1} bytes (QUERY_MAX_LOAD_BYTES). Query fewer or smaller data items.`,
-    );
-    expect(exact.csv).toBe(free.csv);
+    expect(under.outcome).toMatchObject({ engine: "store", ok: true, bytesLoaded: brought });
+    expect(under.csv).toBe(free.csv);
   });
 
   it("should stop bringing an item in when the store would hold more than TABLE_STORE_MAX_BYTES", async () => {
