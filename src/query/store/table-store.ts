@@ -1,17 +1,17 @@
 import { DurableObject } from "cloudflare:workers";
 import type { QueryLimits } from "../../config";
+import { openObjectStream } from "../../storage/object-stream";
 import { R2StreamWriter } from "../../storage/r2-writer";
 import { randomToken } from "../../util/crypto";
 import type { ResultColumn } from "../query-record";
 import { StorageClass } from "../result/csv";
 import { ResultWriter, type ResultTarget } from "../result/writer";
 import { limitStops, Stop, TransientError } from "../run-limits";
-import { fillTable } from "./fill-table";
 import { internalTableName } from "../sql/internal-names";
 import { tokenize } from "../sql/tokenizer";
 import { quoteIdentifier, type TableLayout } from "../table-layout";
+import { fillTable } from "./fill-table";
 import { hasMoreThanOneStatement, quotedResultSql, renameTables, unquote } from "./store-sql";
-import { openObjectStream } from "../../storage/object-stream";
 
 const BUILT_KEY = "built";
 /** Internal table names, as the engine writes them (t0, t1, …); anything else in a request is refused. */
@@ -71,6 +71,8 @@ export type StoreQueryOutcome =
  */
 export class TableStore extends DurableObject<Env> {
   private building: Promise<StoreBuildOutcome> | null = null;
+  /** Tables brought in by the queries running now; any other `q_…` table was left by a query that died. */
+  private readonly broughtIn = new Set<string>();
 
   /** Fills the store from the stored CSV, once; a second call returns the first one's outcome. */
   async build(source: StoreSource, maxStoreBytes: number): Promise<StoreBuildOutcome> {
@@ -133,6 +135,7 @@ export class TableStore extends DurableObject<Env> {
     if (!built) return { ok: false, cancelled: false, transient: true, message: "the table store is not built" };
     const refused = refusal(request);
     if (refused) return { ok: false, cancelled: false, message: refused };
+    this.dropLeftovers();
     const started = Date.now();
     const deadline = started + request.timeLeftMs;
     const tables = new Map([[request.hostAlias.toLowerCase(), built.table]]);
@@ -146,6 +149,7 @@ export class TableStore extends DurableObject<Env> {
       for (const other of request.others) {
         const name = `q_${randomToken(8)}_${other.alias}`;
         broughtIn.push(name);
+        this.broughtIn.add(name);
         bytesLoaded += await this.bringIn(name, other, request, deadline);
         tables.set(other.alias.toLowerCase(), name);
       }
@@ -176,8 +180,21 @@ export class TableStore extends DurableObject<Env> {
         message: `Failed: ${sqliteMessage(error)}.`,
       };
     } finally {
-      for (const name of broughtIn) this.ctx.storage.sql.exec(`DROP TABLE IF EXISTS ${quoteIdentifier(name)}`);
+      for (const name of broughtIn) {
+        this.ctx.storage.sql.exec(`DROP TABLE IF EXISTS ${quoteIdentifier(name)}`);
+        this.broughtIn.delete(name);
+      }
     }
+  }
+
+  /** Drops the tables a query brought in before the object stopped under it (no running query owns them). */
+  private dropLeftovers(): void {
+    const { sql } = this.ctx.storage;
+    const tables = sql.exec<{ name: string }>(
+      "SELECT name FROM sqlite_master WHERE type = 'table' AND name GLOB 'q_*'",
+    );
+    for (const { name } of tables.toArray())
+      if (!this.broughtIn.has(name)) sql.exec(`DROP TABLE IF EXISTS ${quoteIdentifier(name)}`);
   }
 
   /**

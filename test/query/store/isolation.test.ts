@@ -275,3 +275,17 @@ describe("TableStore.query called directly, past the engine's checks", () => {
     expect(outcome).toEqual({ ok: false, cancelled: false, transient: true, message: "the table store is not built" });
   });
 });
+
+describe("tables left by a query whose object stopped", () => {
+  it("should be dropped by the next query", async () => {
+    const { objectKey } = await builtStore();
+    await runInDurableObject(tableStoreStub(env, objectKey), (_instance: TableStore, state) => {
+      state.storage.sql.exec('CREATE TABLE "q_leftover_t1" ("n" INTEGER)');
+    });
+    expect(await tablesOf(objectKey)).toContain("q_leftover_t1");
+
+    expect(await contentsOf(objectKey)).toBe(INTACT);
+
+    expect((await tablesOf(objectKey)).filter((name) => name.startsWith("q_"))).toEqual([]);
+  });
+});
