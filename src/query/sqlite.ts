@@ -67,8 +67,13 @@ function loadSqlJs(): Promise<SqliteInstance> {
     let memory: WebAssembly.Memory | undefined;
     let table: WebAssembly.Table | undefined;
     const imports = new ImportRouter();
+    // SQLite's own math functions, as in sqlite3 and a table store: sql.js's legacy extension functions would
+    // shadow them (log(100) is ln there, ceil() returns an INTEGER) and add functions nothing else has. The
+    // option is sql.js 1.16's own, missing from its type definitions.
+    const options = { useOldExtensionFunctions: false } as Partial<EmscriptenModule>;
     const init = () =>
       initSqlJs({
+        ...options,
         instantiateWasm(given, done) {
           // sql.js waits for `done` forever if instantiation fails, so failure rejects here.
           WebAssembly.instantiate(sqlJsWasm, imports.wrap(given)).then((instance) => {

@@ -61,6 +61,7 @@ const QUERIES = [
   "SELECT upper(cat), length(note), count(*) FROM {facts} GROUP BY 1, 2 ORDER BY 1, 2",
   "VALUES (1, 'a'), (2, NULL)",
   "SELECT DISTINCT qty % 7 AS r FROM {facts} ORDER BY r",
+  "SELECT id, ceil(amount), floor(amount), sign(amount), log(qty), ln(qty), pow(qty, 2) FROM {facts} ORDER BY id LIMIT 25",
 ];
 
 /** One running service with the files uploaded. */

@@ -16,8 +16,9 @@ import { hasMoreThanOneStatement, quotedResultSql, renameTables, unquote } from 
 const BUILT_KEY = "built";
 /** Internal table names, as the engine writes them (t0, t1, …); anything else in a request is refused. */
 const INTERNAL_NAME = /^t\d+$/;
-/** Between rows, the store looks at the clock and cancellation this often. */
+/** Between rows, the store looks at the clock and cancellation this often (rows, or time as far as it moves). */
 const CHECK_EVERY_ROWS = 1024;
+const CHECK_EVERY_MS = 100;
 const CANCEL_CHECK_MS = 1000;
 
 /** A stored CSV to read: where it is, how it is laid out, how many rows the catalog counted. */
@@ -239,17 +240,26 @@ export class TableStore extends DurableObject<Env> {
     const values: unknown[] = new Array(request.names.length);
     const classes: StorageClass[] = new Array(request.names.length);
     let lastCancelCheck = Date.now();
+    let lastCheck = lastCancelCheck;
+    // A statement cannot be interrupted here; its time is checked after each step that took long, so a query
+    // that ran past its limit fails naming it, and cancellation is seen between rows.
+    const checkpoint = async () => {
+      // A timer lets the clock move: a deployed object's clock stands still between I/O.
+      await new Promise((resolve) => setTimeout(resolve, 0));
+      const now = Date.now();
+      lastCheck = now;
+      if (now > deadline) throw limitStops.time(request.limits);
+      if (now - lastCancelCheck < CANCEL_CHECK_MS) return;
+      lastCancelCheck = now;
+      if (await this.cancelled(request.queryId)) throw limitStops.cancelled();
+    };
+    await checkpoint();
     for (let row = cursor.first; row; row = next(cursor.rest)) {
       for (let i = 0; i < values.length; i++) [values[i], classes[i]] = unquote(row[2 * i] as string, row[2 * i + 1]);
       await writer.row(values, classes);
-      if (writer.rowCount % CHECK_EVERY_ROWS !== 0) continue;
-      const now = Date.now();
-      if (now > deadline) throw limitStops.time(request.limits);
-      if (now - lastCancelCheck >= CANCEL_CHECK_MS) {
-        lastCancelCheck = now;
-        if (await this.cancelled(request.queryId)) throw limitStops.cancelled();
-      }
+      if (writer.rowCount % CHECK_EVERY_ROWS === 0 || Date.now() - lastCheck >= CHECK_EVERY_MS) await checkpoint();
     }
+    await checkpoint();
     return writer.finish();
   }
 
@@ -302,8 +312,13 @@ function refusal(request: StoreQuery): string | null {
 
 /** SQLite's message as sql.js gives it, without the Durable Object's " at offset 7: SQLITE_ERROR". */
 function sqliteMessage(error: unknown): string {
-  const message = error instanceof Error ? error.message : String(error);
-  return message.replace(/( at offset \d+)?: SQLITE_[A-Z_]+$/, "");
+  const message = (error instanceof Error ? error.message : String(error)).replace(
+    /( at offset \d+)?: SQLITE_[A-Z_]+$/,
+    "",
+  );
+  if (/^string or blob too big$/i.test(message))
+    return "the query makes a value longer than a table store allows (2 MB; a blob counts twice, written as hex). Select shorter values";
+  return message;
 }
 
 function next(cursor: Iterator<unknown[]>): unknown[] | null {

@@ -30,6 +30,8 @@ describe("table store", () => {
       "SELECT 1, 1.0, 'x''y', NULL, x'00ff', 9223372036854775807, 1e300, -0.0, 2.5e-7, 1e999 FROM alice.shop.sales LIMIT 1",
       "SELECT rowid, id FROM alice.shop.sales WHERE paid ORDER BY rowid DESC",
       "SELECT * FROM (VALUES (1, 'a'), (2, 'b')) JOIN alice.shop.regions",
+      // SQLite's own math functions in both (sql.js's legacy extension functions are off).
+      "SELECT log(100), ln(100), ceil(amount), floor(amount), sign(amount), pow(2, 10), round(amount) FROM alice.shop.sales ORDER BY id",
       "WITH t AS (SELECT id FROM alice.shop.sales) SELECT count(*) FROM t;",
       "SELECT id FROM alice.shop.sales ORDER BY id DESC; -- the last ones first\n;  /* done */",
     ];
@@ -67,6 +69,36 @@ describe("SQLite's messages from a table store", () => {
       ok: false,
       engine: "store",
       message: "Failed: not authorized to use function: sqlite_version.",
+    });
+  });
+});
+
+describe("limits a single step of a table store runs past", () => {
+  it("should fail a query whose one long step ran past the time limit, naming it", async () => {
+    const sql =
+      "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c LIMIT 3000000) SELECT count(*) FROM c, alice.shop.sales LIMIT 1";
+
+    const quick = await runEngine(sql, SALES, { mode: "store", limits: { timeLimitMs: 200 } });
+    const ample = await runEngine(sql, SALES, { mode: "store", limits: { timeLimitMs: 60_000 } });
+
+    expect(quick.outcome).toMatchObject({
+      engine: "store",
+      ok: false,
+      message: "Failed: the query ran longer than the time limit of 0.2 s (QUERY_TIME_LIMIT_SECONDS).",
+    });
+    expect(ample.csv).toBe("count(*)\n12000000\n");
+  });
+
+  it("should name the store's value limit when a value is too long for it", async () => {
+    const run = await runEngine("SELECT randomblob(6000000) FROM alice.shop.sales LIMIT 1", SALES, {
+      mode: "store",
+    });
+
+    expect(run.outcome).toMatchObject({
+      engine: "store",
+      ok: false,
+      message:
+        "Failed: the query makes a value longer than a table store allows (2 MB; a blob counts twice, written as hex). Select shorter values.",
     });
   });
 });
