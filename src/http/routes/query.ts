@@ -24,7 +24,8 @@ import {
 export const queryRoutes = createRouter();
 
 const MAX_WAIT_SECONDS = 30;
-const WAIT_POLL_MS = 50;
+/** `Prefer: wait` looks at the query every 10 ms at first, then less often, up to every 50 ms. */
+const WAIT_POLL_MS = { first: 10, step: 5, most: 50 };
 /** A refused submit (too many waiting) is worth trying again after about one query's run. */
 const WAITING_RETRY_AFTER_SECONDS = 10;
 const QueryParams = z.object({ QueryId: QueryIdParam });
@@ -104,8 +105,9 @@ queryRoutes.openapi(
     if (wait > 0) {
       const deadline = Date.now() + wait * 1000;
       const stub = queryStub(c.env, submitted.queryId);
-      while (!FINISHED.has(record.status) && Date.now() < deadline) {
-        await new Promise((resolve) => setTimeout(resolve, WAIT_POLL_MS));
+      for (let polls = 0; !FINISHED.has(record.status) && Date.now() < deadline; polls++) {
+        const delay = Math.min(WAIT_POLL_MS.most, WAIT_POLL_MS.first + polls * WAIT_POLL_MS.step);
+        await new Promise((resolve) => setTimeout(resolve, delay));
         record = (await stub.get()) ?? record;
       }
       c.header("Preference-Applied", `wait=${wait}`);
