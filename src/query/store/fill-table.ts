@@ -21,8 +21,9 @@ export interface StoreSql {
  * and fills it from a stored CSV, typed as the sql.js loader types them
  * (toSqlValue), in file order, so rowids number the rows as sql.js does.
  * Rows go in as multi-row INSERTs with the values written as SQL literals
- * (a statement binds at most 100 values; measured in bench/README.md),
- * committed every ROWS_PER_TRANSACTION rows.
+ * (a statement binds at most 100 values, so binding would allow a few rows
+ * a statement), committed every ROWS_PER_TRANSACTION rows. A row whose
+ * statement would still be too long fails the build with SQLite's message.
  */
 export async function fillTable(
   store: StoreSql,
