@@ -44,8 +44,11 @@ export const requireAuth = createMiddleware<AppEnv>(async (c, next) => {
   await next();
 });
 
+/** Spread into a path that is only documented (its handler is a plain route with requireAuth): the bearer requirement. */
+export const bearerSecurity = { security: [{ Bearer: [] as string[] }] };
+
 /** Spread into a route definition: documents the bearer requirement and enforces it with the same declaration. */
 export const authenticated = {
-  security: [{ Bearer: [] as string[] }],
+  ...bearerSecurity,
   middleware: [requireAuth] as [typeof requireAuth],
 };

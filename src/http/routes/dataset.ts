@@ -12,7 +12,7 @@ import { ACCOUNT_NAME_RULE, isAccountName } from "../../catalog/names";
 import { isoSeconds, nowSeconds } from "../../util/time";
 import { badRequest, notFound } from "../errors";
 import { datasetFor, datasetNotFound, validateNamesForWrite } from "../guards";
-import { authenticated, requireAuth } from "../middleware/bearer-auth";
+import { authenticated, bearerSecurity, requireAuth } from "../middleware/bearer-auth";
 import type { AppContext } from "../context";
 import { createRouter } from "../router";
 import {
@@ -93,7 +93,7 @@ datasetRoutes.openAPIRegistry.registerPath(
     path: "/dataset/{AccountName}/{DatasetName}",
     tags: ["dataset", "experimental"],
     summary: "Create a dataset (idempotent for the owner), or change its visibility or description",
-    ...authenticated,
+    ...bearerSecurity,
     request: {
       params: DatasetParams,
       body: { required: false, content: { "application/json": { schema: DatasetSettings } } },

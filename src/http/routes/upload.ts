@@ -4,7 +4,7 @@ import { requestPreparation } from "../../query/prepare-item";
 import type { AppContext } from "../context";
 import { ApiError } from "../errors";
 import { datasetFor, validateNamesForWrite } from "../guards";
-import { authenticated, requireAuth } from "../middleware/bearer-auth";
+import { bearerSecurity, requireAuth } from "../middleware/bearer-auth";
 import { createRouter } from "../router";
 import {
   AccountNameParam,
@@ -32,7 +32,7 @@ uploadRoute.openAPIRegistry.registerPath(
     summary: "Upload a CSV file (optionally gzipped) as a data item",
     description:
       "Parts, in this order: Schema (optional, JSON of DataSchema), ForceGenerateTableDefinition (optional, true/false), Data (the file, exactly one). Without a TableDefinition, or with ForceGenerateTableDefinition=true, the table definition is generated from the file; otherwise every row is checked against it. Replacing an existing data item is atomic.",
-    ...authenticated,
+    ...bearerSecurity,
     request: {
       params: z.object({ AccountName: AccountNameParam, DatasetName: DatasetNameParam, DataName: DataNameParam }),
       body: { required: true, content: { "multipart/form-data": { schema: DataUploadRequest } } },
