@@ -44,7 +44,13 @@ export async function readMultipart<T>(
   try {
     parser = busboy({
       headers: { "content-type": contentType },
-      limits: { files: 1, fileSize: spec.maxFileBytes, fields: spec.textFields.length + 4, fieldSize: 1024 * 1024 },
+      // Text parts may come as file parts too (`curl -F Schema=@schema.json`).
+      limits: {
+        files: 1 + spec.textFields.length,
+        fileSize: spec.maxFileBytes,
+        fields: spec.textFields.length + 4,
+        fieldSize: TEXT_PART_BYTES,
+      },
       defParamCharset: "utf8",
     });
   } catch (error) {
@@ -60,24 +66,37 @@ export async function readMultipart<T>(
     failure ??= { ok: false, status, message };
   };
 
-  parser.on("field", (name, value, info) => {
+  // `afterFile`: whether the part began after the file part (a text file part ends later than it begins).
+  const takeField = (name: string, value: string, truncated: boolean, afterFile = fileSeen) => {
     if (!spec.textFields.includes(name))
       return fail(400, `Unexpected part '${name}'; the parts are ${[...spec.textFields, spec.fileField].join(", ")}.`);
-    if (fileSeen) return fail(400, `Send the '${name}' part before the '${spec.fileField}' part.`);
-    if (info.valueTruncated) return fail(400, `The '${name}' part is longer than 1 MiB.`);
+    if (afterFile) return fail(400, `Send the '${name}' part before the '${spec.fileField}' part.`);
+    if (truncated) return fail(400, `The '${name}' part is longer than 1 MiB.`);
     fields.set(name, value);
-  });
+  };
+  // Text parts sent as files, read whole before the file part is handed on.
+  const textFiles: Promise<void>[] = [];
+  parser.on("field", (name, value, info) => takeField(name, value, info.valueTruncated));
   parser.on("file", (name, stream: Readable, info) => {
     // A body that breaks off fails the part too, maybe after its reader is gone; the parser reports it as well.
     stream.on("error", () => undefined);
-    if (name !== spec.fileField || failure) {
+    if (spec.textFields.includes(name) && !failure) {
+      const afterFile = fileSeen;
+      textFiles.push(readTextPart(stream).then(({ text, truncated }) => takeField(name, text, truncated, afterFile)));
+      return;
+    }
+    if (fileSeen) extraFiles = true;
+    if (name !== spec.fileField || failure || fileSeen) {
       stream.resume();
-      if (!failure) fail(400, `Unexpected file part '${name}'; send the CSV file as the '${spec.fileField}' part.`);
+      if (!failure && !fileSeen)
+        fail(400, `Unexpected file part '${name}'; send the CSV file as the '${spec.fileField}' part.`);
       return;
     }
     fileSeen = true;
     stream.once("limit", () => fail(413, `The file is larger than the upload limit of ${spec.maxFileBytes} bytes.`));
-    handled = onFile(fields, { filename: info.filename ?? "", stream: sizeChecked(stream, () => failure) });
+    handled = Promise.all(textFiles).then(() =>
+      failure ? failure : onFile(fields, { filename: info.filename ?? "", stream: sizeChecked(stream, () => failure) }),
+    );
     // If the handler gives up early, drain the rest so busboy can go on to find what follows.
     handled.finally(() => stream.resume()).catch(() => undefined);
   });
@@ -104,6 +123,7 @@ export async function readMultipart<T>(
     }
     parser.end();
     await finished;
+    await Promise.all(textFiles);
   } catch (error) {
     fail(400, `The multipart body is malformed: ${(error as Error).message}.`);
   }
@@ -130,6 +150,22 @@ export async function readMultipart<T>(
     };
   if (isFailure(result)) return result;
   return { ok: true, value: result };
+}
+
+/** A text part's size limit, as a field or as a file. */
+const TEXT_PART_BYTES = 1024 * 1024;
+
+/** A text part sent as a file, as UTF-8 text, cut at TEXT_PART_BYTES (then `truncated`). */
+async function readTextPart(stream: Readable): Promise<{ text: string; truncated: boolean }> {
+  const chunks: Uint8Array[] = [];
+  let size = 0;
+  let truncated = false;
+  for await (const chunk of stream as AsyncIterable<Uint8Array>) {
+    if (size + chunk.byteLength > TEXT_PART_BYTES) truncated = true;
+    if (!truncated) chunks.push(chunk);
+    size += chunk.byteLength;
+  }
+  return { text: new TextDecoder().decode(Buffer.concat(chunks)), truncated };
 }
 
 function isFailure(value: unknown): value is MultipartFailure {

@@ -406,6 +406,48 @@ describe("POST /v1/data/{AccountName}/{DatasetName}/{DataName}", () => {
     expect(await objectKeys(await dataPrefix(dataset))).toEqual([]);
   });
 
+  it("should take a Schema sent as a file part, as curl -F Schema=@schema.json sends it", async () => {
+    const dataset = await freshDataset();
+    const schema = schemaWith([
+      ["id", "INTEGER"],
+      ["item", "STRING"],
+      ["price", "STRING"],
+    ]);
+    const body = multipartBody([
+      { name: "Schema", filename: "schema.json", bytes: bytesOf(schema) },
+      { name: "Data", filename: "a.csv", bytes: bytesOf(ORDERS) },
+    ]);
+
+    expect((await uploadRaw(owner.accessToken, `${dataset}/orders`, body)).status).toBe(200);
+
+    // The given schema, not one inferred from the file (which would type price as DOUBLE).
+    expect(columnsOf(await schemaOf(owner.accessToken, `${dataset}/orders`))).toEqual([
+      "id:INTEGER",
+      "item:STRING",
+      "price:STRING",
+    ]);
+  });
+
+  it("should answer 400 for a Schema file part after the Data part, or longer than 1 MiB", async () => {
+    const dataset = await freshDataset();
+    const schema = bytesOf(schemaWith([["id", "INTEGER"]]));
+    const late = multipartBody([
+      { name: "Data", filename: "a.csv", bytes: bytesOf(ORDERS) },
+      { name: "Schema", filename: "schema.json", bytes: schema },
+    ]);
+    const long = multipartBody([
+      { name: "Schema", filename: "schema.json", bytes: bytesOf(" ".repeat(1024 * 1024 + 1)) },
+      { name: "Data", filename: "a.csv", bytes: bytesOf(ORDERS) },
+    ]);
+
+    expect(await failedUpload(await uploadRaw(owner.accessToken, `${dataset}/a.csv`, late), 400)).toBe(
+      "Send the 'Schema' part before the 'Data' part.",
+    );
+    expect(await failedUpload(await uploadRaw(owner.accessToken, `${dataset}/b.csv`, long), 400)).toBe(
+      "The 'Schema' part is longer than 1 MiB.",
+    );
+  });
+
   it("should answer 400 naming the parts there are for an unexpected part", async () => {
     const dataset = await freshDataset();
     const body = multipartBody([
