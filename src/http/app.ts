@@ -114,8 +114,12 @@ function errorResponse(error: Error, c: AppContext) {
     return c.json(envelope(error.status, error.message), error.status);
   }
   if (error instanceof HTTPException && error.status < 500) {
-    // Hono's own client errors (e.g. malformed JSON) carry safe, generic messages.
-    const message = error.message || "The request could not be understood.";
+    // Hono's own client errors (e.g. malformed JSON) carry safe, generic messages; a 415 comes from a route that
+    // validates a JSON body (the upload answers its own), so it can say what to send.
+    const message =
+      error.status === 415
+        ? "Send the body as JSON, with the header Content-Type: application/json"
+        : error.message || "The request could not be understood.";
     return c.json(envelope(error.status, message.endsWith(".") ? message : `${message}.`), error.status);
   }
   const id = c.get("requestId");

@@ -68,6 +68,20 @@ describe("request bodies", () => {
     expect(body.Status.Message).toMatch(/JSON/);
   });
 
+  it.each(["text/plain", "application/x-www-form-urlencoded", null])(
+    "should answer 415 saying what to send for a JSON body sent as %s",
+    async (contentType) => {
+      const response = await call("/v1/auth/token", {
+        method: "POST",
+        headers: contentType ? { "content-type": contentType } : {},
+        body: JSON.stringify({ RefreshToken: "x" }),
+      });
+
+      const body = await readEnvelope(response, 415);
+      expect(body.Status.Message).toBe("Send the body as JSON, with the header Content-Type: application/json.");
+    },
+  );
+
   it("should answer 400 naming a missing field", async () => {
     const body = await readEnvelope(await postJson("/v1/auth/token", {}), 400);
 
