@@ -89,13 +89,28 @@ export async function findAccountId(db: D1Database, name: string): Promise<strin
   return row?.id ?? null;
 }
 
-/** The names of a dataset's data items, in name order. */
-export async function listDataItemNames(db: D1Database, datasetId: string): Promise<string[]> {
+/** One data item as a listing shows it: its current version's figures and whether it is query-ready. */
+export interface DataItemSummary {
+  name: string;
+  version: string;
+  size: number;
+  rowCount: number;
+  uploadedAt: string;
+  /** Its column images are built, or its table store is ready. */
+  queryReady: boolean;
+}
+
+/** The data items of a dataset with their current versions' figures, by name. */
+export async function listDataItems(db: D1Database, datasetId: string): Promise<DataItemSummary[]> {
   const { results } = await db
-    .prepare("SELECT name FROM data_items WHERE dataset_id = ? ORDER BY name")
+    .prepare(
+      `SELECT name, version, size, row_count AS rowCount, uploaded_at AS uploadedAt,
+              (column_images IS NOT NULL OR json_extract(table_store, '$.state') IS 'ready') AS queryReady
+       FROM data_items WHERE dataset_id = ? ORDER BY name`,
+    )
     .bind(datasetId)
-    .all<{ name: string }>();
-  return results.map((row) => row.name);
+    .all<Omit<DataItemSummary, "queryReady"> & { queryReady: number }>();
+  return results.map((row) => ({ ...row, queryReady: row.queryReady === 1 }));
 }
 
 /** Deletes one data item; its object becomes an orphan in the same transaction. False when there was none. */

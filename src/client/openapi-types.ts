@@ -1580,6 +1580,21 @@ export interface components {
             AccountName: string;
             DatasetName: string;
             DataName: string;
+            /** @description Changes with every upload of the data item */
+            Version: string;
+            /**
+             * Format: int64
+             * @description Bytes as uploaded (gzip stays gzip)
+             */
+            Size: number;
+            RowCount: number;
+            /**
+             * Format: date-time
+             * @example 2026-11-22T07:00:00Z
+             */
+            UploadedAt: string;
+            /** @description Its query-ready form (column images or table store) is built; see …/metadata/storage */
+            QueryReady: boolean;
         };
         DatasetSettings: {
             /** @enum {string} */

@@ -41,7 +41,18 @@ export const DatasetListResponse = withData(
 );
 
 export const DataInfo = z
-  .object({ AccountName: z.string(), DatasetName: z.string(), DataName: z.string() })
+  .object({
+    AccountName: z.string(),
+    DatasetName: z.string(),
+    DataName: z.string(),
+    Version: z.string().openapi({ description: "Changes with every upload of the data item" }),
+    Size: z.number().int().openapi({ format: "int64", description: "Bytes as uploaded (gzip stays gzip)" }),
+    RowCount: z.number().int(),
+    UploadedAt: DateTime,
+    QueryReady: z.boolean().openapi({
+      description: "Its query-ready form (column images or table store) is built; see …/metadata/storage",
+    }),
+  })
   .openapi("DataInfo");
 export const DataListResponse = withData(
   "DataListResponse",

@@ -8,7 +8,7 @@ import {
   deleteDataset,
   findAccountId,
   grantAccess,
-  listDataItemNames,
+  listDataItems,
   putDataset,
   revokeAccess,
   type NewVersion,
@@ -166,7 +166,7 @@ describe("commitDataItemVersion", () => {
   });
 });
 
-describe("listDataItemNames", () => {
+describe("listDataItems", () => {
   it("should list a dataset's items by name and nothing of other datasets", async () => {
     const dataset = await newDataset();
     const elsewhere = await newDataset();
@@ -174,7 +174,7 @@ describe("listDataItemNames", () => {
       await commitDataItemVersion(env.DB, version(dataset, name, `v-${name}`), NOW, GRACE_OVER);
     await commitDataItemVersion(env.DB, version(elsewhere, "z.csv", "v-z"), NOW, GRACE_OVER);
 
-    expect(await listDataItemNames(env.DB, dataset.id)).toEqual(["B.csv", "a.csv", "b.csv"]);
+    expect((await listDataItems(env.DB, dataset.id)).map((item) => item.name)).toEqual(["B.csv", "a.csv", "b.csv"]);
   });
 });
 
@@ -186,7 +186,7 @@ describe("deleteDataItem", () => {
 
     expect(await deleteDataItem(env.DB, dataset.id, "a.csv", GRACE_OVER)).toBe(true);
 
-    expect(await listDataItemNames(env.DB, dataset.id)).toEqual(["b.csv"]);
+    expect((await listDataItems(env.DB, dataset.id)).map((item) => item.name)).toEqual(["b.csv"]);
     expect(await orphansUnder(`data/${dataset.id}/`)).toEqual([
       { objectKey: `data/${dataset.id}/v1`, reason: "data item deleted", deleteAfter: GRACE_OVER },
     ]);
@@ -212,7 +212,7 @@ describe("deleteDataset", () => {
     await deleteDataset(env.DB, dataset, GRACE_OVER);
 
     expect(await findDataset(env.DB, owner, owner.accountName, dataset.name)).toBeNull();
-    expect(await listDataItemNames(env.DB, dataset.id)).toEqual([]);
+    expect((await listDataItems(env.DB, dataset.id)).map((item) => item.name)).toEqual([]);
     expect(await grantsOf(dataset.id)).toEqual([]);
     expect(await orphansUnder(`data/${dataset.id}/`)).toEqual([
       { objectKey: `data/${dataset.id}/v1`, reason: "replaced by a new version", deleteAfter: LATER },
@@ -228,7 +228,7 @@ describe("deleteDataset", () => {
 
     await deleteDataset(env.DB, doomed, GRACE_OVER);
 
-    expect(await listDataItemNames(env.DB, kept.id)).toEqual(["a.csv"]);
+    expect((await listDataItems(env.DB, kept.id)).map((item) => item.name)).toEqual(["a.csv"]);
     expect(await orphansUnder(`data/${kept.id}/`)).toEqual([]);
   });
 });

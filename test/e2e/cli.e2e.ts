@@ -359,7 +359,11 @@ describe("datasets, uploads and downloads", () => {
 
   it("should list data items, show a schema, and download the exact bytes to a file", async () => {
     const list = await dqs(["data", "ls", `${ACCOUNT}/sales`]);
-    expect(list.stdout).toBe("NAME\nbad.csv\norders.csv\nsmall.csv\n");
+    expect(list.code, list.stderr).toBe(0);
+    const [head, ...rows] = list.stdout.trimEnd().split("\n");
+    expect(head).toMatch(/^NAME +ROWS +SIZE +UPLOADED +QUERY-READY$/);
+    expect(rows.map((row) => row.split(/ +/)[0])).toEqual(["bad.csv", "orders.csv", "small.csv"]);
+    for (const row of rows) expect(row).toMatch(/^\S+ +\d+ +\d+(\.\d)? [kM]?B +\d{4}-\d\d-\d\dT\S+Z +(yes|no)$/);
 
     const schema = await dqs(["schema", `${ACCOUNT}/sales/orders.csv`]);
     expect(schema.stdout).toBe(

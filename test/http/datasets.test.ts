@@ -25,7 +25,7 @@ interface DatasetList {
 
 interface DataList {
   DataCount: number;
-  DataList: { AccountName: string; DatasetName: string; DataName: string }[];
+  DataList: ({ AccountName: string; DatasetName: string; DataName: string } & Record<string, unknown>)[];
 }
 
 let alice: LoggedIn;
@@ -164,8 +164,34 @@ describe("GET /v1/dataset/{AccountName}/{DatasetName}/data", () => {
         AccountName: alice.accountName,
         DatasetName: name,
         DataName,
+        Version: expect.any(String),
+        Size: 4,
+        RowCount: 1,
+        UploadedAt: expect.stringMatching(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ$/),
+        QueryReady: false,
       })),
     });
+  });
+
+  it("should give each item's current version, size, rows and upload time, as its storage endpoint does", async () => {
+    const name = uniqueName("figures");
+    await createDataset(alice.accessToken, alice.accountName, name);
+    await uploadOk(alice.accessToken, `${alice.accountName}/${name}/d.csv`, "x\n1\n");
+    await uploadOk(alice.accessToken, `${alice.accountName}/${name}/d.csv`, "x,y\n1,2\n3,4\n5,6\n");
+
+    const body = await readEnvelope<DataList>(await listData(alice, alice.accountName, name), 200);
+    const storage = await readEnvelope<Record<string, unknown>>(
+      await call(`/v1/data/${alice.accountName}/${name}/d.csv/metadata/storage`, {
+        headers: authHeader(alice.accessToken),
+      }),
+      200,
+    );
+
+    const { Version, Size, RowCount, UploadedAt, QueryReady } = storage.Data!;
+    expect(body.Data.DataList).toEqual([
+      expect.objectContaining({ DataName: "d.csv", Version, Size, RowCount, UploadedAt, QueryReady }),
+    ]);
+    expect(RowCount).toBe(3);
   });
 
   it("should list an empty dataset with no items", async () => {

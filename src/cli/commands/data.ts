@@ -28,8 +28,8 @@ export function dataCommands(program: Command): void {
         list.length === 0
           ? "No data.\n"
           : table(
-              ["NAME"],
-              list.map((d) => [d.DataName]),
+              ["NAME", "ROWS", "SIZE", "UPLOADED", "QUERY-READY"],
+              list.map((d) => [d.DataName, d.RowCount, bytes(d.Size), d.UploadedAt, d.QueryReady ? "yes" : "no"]),
             ),
       );
     });

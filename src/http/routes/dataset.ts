@@ -4,7 +4,7 @@ import {
   findAccountId,
   ORPHAN_GRACE_SECONDS,
   grantAccess,
-  listDataItemNames,
+  listDataItems,
   putDataset,
   revokeAccess,
 } from "../../catalog/datasets";
@@ -48,16 +48,21 @@ datasetRoutes.openapi(
   async (c) => {
     const { AccountName, DatasetName } = c.req.valid("param");
     const { dataset } = await datasetFor(c, AccountName, DatasetName, "read");
-    const names = await listDataItemNames(c.env.DB, dataset.id);
+    const items = await listDataItems(c.env.DB, dataset.id);
     return c.json(
       {
         ...envelope(200, "OK"),
         Data: {
-          DataCount: names.length,
-          DataList: names.map((DataName) => ({
+          DataCount: items.length,
+          DataList: items.map((item) => ({
             AccountName: dataset.accountName,
             DatasetName: dataset.name,
-            DataName,
+            DataName: item.name,
+            Version: item.version,
+            Size: item.size,
+            RowCount: item.rowCount,
+            UploadedAt: item.uploadedAt,
+            QueryReady: item.queryReady,
           })),
         },
       },
