@@ -1,5 +1,5 @@
 import { Command, CommanderError } from "commander";
-import { DqsApiError, DqsQueryError, NotLoggedInError } from "../client";
+import { DqsApiError, DqsNetworkError, DqsQueryError, NotLoggedInError } from "../client";
 import { version } from "../../package.json";
 import { authCommands } from "./commands/auth";
 import { dataCommands } from "./commands/data";
@@ -62,6 +62,7 @@ function describe(error: unknown): { code: number; message: string; status: numb
   if (error instanceof UsageError) return { code: EXIT.usage, message: error.message, status: null };
   if (error instanceof LoginFailedError || error instanceof TokenFileError)
     return { code: EXIT.error, message: error.message, status: null };
+  if (error instanceof DqsNetworkError) return { code: EXIT.error, message: error.message, status: null };
   if (error instanceof TypeError && error.message === "fetch failed") {
     const cause = (error as TypeError & { cause?: { code?: string; message?: string } }).cause;
     return {

@@ -381,7 +381,9 @@ export class DqsClient {
 function settled(status: QueryStatus): QueryStatus {
   if (status.Status === "succeeded") return status;
   const reason = status.Status === "failed" ? "failed" : "cancelled";
-  throw new DqsQueryError(reason, status, `Query ${status.QueryId} ${status.Status}: ${status.Message}`);
+  // The service's message already says "Failed: …"; the error says it once.
+  const message = status.Message.replace(/^Failed: /, "");
+  throw new DqsQueryError(reason, status, `Query ${status.QueryId} ${status.Status}: ${message}`);
 }
 
 function sleep(ms: number, signal?: AbortSignal): Promise<void> {

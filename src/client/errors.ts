@@ -38,6 +38,18 @@ export class DqsApiError extends Error {
   }
 }
 
+/** The service could not be reached at all (refused, unresolvable, reset): no answer to read. */
+export class DqsNetworkError extends Error {
+  override name = "DqsNetworkError";
+
+  constructor(
+    readonly url: string,
+    readonly reason: string,
+  ) {
+    super(`Cannot reach the service at ${url}: ${reason}`);
+  }
+}
+
 /** Thrown by a call that needs tokens when the store has none. */
 export class NotLoggedInError extends DqsApiError {
   override name = "NotLoggedInError";

@@ -1,7 +1,7 @@
 // The dqs SDK: a typed, fetch-based client for Node ≥ 20, browsers and Workers.
 export { DqsClient } from "./client";
 export type { DqsClientOptions, LoopbackLogin, QueryOptions, QueryPage, QueryRows, QueryStream } from "./client";
-export { DqsApiError, DqsQueryError, NotLoggedInError } from "./errors";
+export { DqsApiError, DqsNetworkError, DqsQueryError, NotLoggedInError } from "./errors";
 export type { UploadData, UploadOptions } from "./multipart";
 export { createPkce, randomBase64url, type Pkce } from "./pkce";
 export { columnsOf, convert, parseResultCsv, type ResultColumn, type Row, type Value } from "./rows";

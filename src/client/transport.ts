@@ -1,5 +1,5 @@
 import type { paths } from "./openapi-types";
-import { DqsApiError, NotLoggedInError } from "./errors";
+import { DqsApiError, DqsNetworkError, NotLoggedInError } from "./errors";
 import { MemoryTokenStore, tokenSetFromWire, type TokenSet, type TokenStore } from "./tokens";
 import type { JsonRequest, Method, PathParams, PathsWith, QueryParams, SuccessJson } from "./types";
 
@@ -81,7 +81,9 @@ export class Transport {
       const body = call.body?.() ?? null;
       // Node's fetch wants `duplex` for a streamed body; other runtimes ignore it.
       const init = { method: call.method, headers, body, redirect, duplex: "half" } as RequestInit;
-      return this.send(new Request(url, init));
+      return this.send(new Request(url, init)).catch((error: unknown) => {
+        throw networkError(String(url), error);
+      });
     };
     let token = call.auth === false ? null : await this.accessToken();
     let response = await attempt(token);
@@ -228,4 +230,11 @@ export function filenameOf(header: string | null): string | null {
   const plain = /filename\s*=\s*(?:"((?:[^"\\]|\\.)*)"|([^;\s]+))/i.exec(header);
   if (!plain) return null;
   return plain[1] !== undefined ? plain[1].replace(/\\(.)/g, "$1") : (plain[2] ?? null);
+}
+
+/** A fetch that failed without an answer, as an error naming where it went (the service's origin) and why. */
+function networkError(url: string, error: unknown): unknown {
+  if (!(error instanceof TypeError)) return error;
+  const cause = (error as TypeError & { cause?: { code?: string; message?: string } }).cause;
+  return new DqsNetworkError(new URL(url).origin, cause?.code ?? cause?.message ?? error.message);
 }

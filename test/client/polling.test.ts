@@ -1,5 +1,12 @@
 import { describe, expect, it } from "vitest";
-import { DqsClient, DqsQueryError, type FetchLike, type QueryState, type QueryStatus } from "../../src/client";
+import {
+  DqsClient,
+  DqsNetworkError,
+  DqsQueryError,
+  type FetchLike,
+  type QueryState,
+  type QueryStatus,
+} from "../../src/client";
 
 /**
  * A scripted stand-in for the query endpoints: each status request answers
@@ -96,7 +103,7 @@ describe("waiting for a query", () => {
   });
 
   it.each([
-    ["failed", "Query q1 failed: Failed: no such table"],
+    ["failed", "Query q1 failed: no such table"],
     ["cancelled", "Query q1 cancelled: The query is cancelled."],
   ] as const)("should throw a DqsQueryError when the query %s", async (state, message) => {
     const service = scriptedService(["running", state]);
@@ -114,5 +121,28 @@ describe("waiting for a query", () => {
     setTimeout(() => abort.abort(new Error("stopped")), 300);
 
     await expect(client(service.fetch).waitForQuery("q1", { signal: abort.signal })).rejects.toThrow("stopped");
+  });
+});
+
+describe("a service that cannot be reached", () => {
+  it("should throw a DqsNetworkError naming the service's origin and the reason", async () => {
+    const refused: FetchLike = async () => {
+      throw new TypeError("fetch failed", { cause: { code: "ECONNREFUSED" } });
+    };
+
+    const error = await client(refused)
+      .accountDatasets("alice")
+      .catch((caught: unknown) => caught);
+
+    expect(error).toBeInstanceOf(DqsNetworkError);
+    expect((error as DqsNetworkError).message).toBe("Cannot reach the service at http://dqs.test: ECONNREFUSED");
+  });
+
+  it("should let other errors of the fetch through as they are", async () => {
+    const broken: FetchLike = async () => {
+      throw new RangeError("something else");
+    };
+
+    await expect(client(broken).accountDatasets("alice")).rejects.toThrow(RangeError);
   });
 });

@@ -53,7 +53,7 @@ describe("query()", () => {
     expect(error).toBeInstanceOf(DqsQueryError);
     expect(error.reason).toBe("failed");
     expect(error.query.Status).toBe("failed");
-    expect(error.message).toContain(error.query.Message);
+    expect(error.message).toBe(`Query ${error.queryId} failed: ${error.query.Message.replace(/^Failed: /, "")}`);
     await expect(client.queryResult(error.queryId)).rejects.toMatchObject({ code: 400 });
   });
 

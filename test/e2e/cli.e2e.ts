@@ -79,6 +79,7 @@ describe("dqs without a login", () => {
   it("should exit 1 with the reason when the service cannot be reached", async () => {
     const elsewhere = temporaryHome();
     const later = new Date(Date.now() + 3_600_000).toISOString().slice(0, 19).replace("T", " ");
+    const port = await closedPort();
     mkdirSync(join(elsewhere, ".dqs"));
     writeFileSync(
       tokenFile(elsewhere),
@@ -89,7 +90,7 @@ describe("dqs without a login", () => {
           AccessTokenExpiresOn: later,
           RefreshToken: "r",
           RefreshTokenExpiresOn: later,
-          BaseUrl: `http://127.0.0.1:${await closedPort()}`,
+          BaseUrl: `http://127.0.0.1:${port}`,
         },
       }),
     );
@@ -97,7 +98,7 @@ describe("dqs without a login", () => {
     const result = await runCli(cli, ["datasets"], { home: elsewhere });
 
     expect(result.code).toBe(1);
-    expect(result.stderr).toBe("dqs: Cannot reach the service: ECONNREFUSED\n");
+    expect(result.stderr).toBe(`dqs: Cannot reach the service at http://127.0.0.1:${port}: ECONNREFUSED\n`);
   });
 
   it("should give up a login that does not finish within --timeout", async () => {
