@@ -473,6 +473,13 @@ describe("queries", () => {
     expect(submitted.code, submitted.stderr).toBe(0);
     const id = submitted.stdout.trim();
     expect(id).toMatch(/^[\w-]{22}$/);
+    // --wait 0 is the same as --no-wait; a negative wait is a usage error.
+    const zero = await dqs(["query", `SELECT 1 AS one FROM ${table()}`, "--wait", "0"]);
+    expect(zero.code, zero.stderr).toBe(0);
+    expect(zero.stdout.trim()).toMatch(/^[\w-]{22}$/);
+    const negative = await dqs(["query", "SELECT 1", "--wait", "-1"]);
+    expect(negative.code).toBe(2);
+    expect(negative.stderr).toBe("dqs: --wait must be a number of seconds (0: do not wait).\n");
 
     let status = await dqs(["status", id, "--json"]);
     for (let i = 0; i < 100 && JSON.parse(status.stdout).Status !== "succeeded"; i++) {

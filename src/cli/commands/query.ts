@@ -19,7 +19,7 @@ export function queryCommands(program: Command): void {
     .command("query")
     .argument("<sql>", "one SELECT statement; name data items as ACCOUNT.DATASET.NAME")
     .description("run SQL and print or save the result (waits for it, showing its state)")
-    .option("--wait [seconds]", "how long to wait for the result (default 300)")
+    .option("--wait [seconds]", "how long to wait for the result (default 300; 0: only submit, as --no-wait)")
     .option("--no-wait", "only submit the query and print its id")
     .option("-o, --output <file>", "write the result to this file")
     .addOption(
@@ -89,13 +89,13 @@ async function query(
   options: { wait: boolean | string | undefined; output?: string; format?: Format },
 ): Promise<void> {
   const client = await ctx.client();
-  if (options.wait === false) {
+  const wait = typeof options.wait === "string" ? Number(options.wait) : 300;
+  if (!Number.isFinite(wait) || wait < 0) throw new UsageError("--wait must be a number of seconds (0: do not wait).");
+  if (options.wait === false || wait === 0) {
     const { queryId, message } = await client.submitQuery(sql, { idempotencyKey: crypto.randomUUID() });
     await ctx.print({ QueryId: queryId, Message: message }, () => `${queryId}\n`);
     return;
   }
-  const wait = typeof options.wait === "string" ? Number(options.wait) : 300;
-  if (!Number.isFinite(wait) || wait <= 0) throw new UsageError("--wait must be a number of seconds.");
   const format: Format =
     options.format ?? (ctx.json ? "json" : options.output || !process.stdout.isTTY ? "csv" : "table");
 
