@@ -36,10 +36,11 @@ export function table(head: string[], rows: unknown[][]): string {
     .join("\n")}\n`;
 }
 
-/** Label-value pairs, labels aligned. */
+/** Label-value pairs, labels aligned; a pair without a value (a query that never ran has no rows) is left out. */
 export function details(pairs: [string, unknown][]): string {
-  const width = Math.max(...pairs.map(([label]) => label.length));
-  return pairs.map(([label, value]) => `${label.padEnd(width)}  ${cell(value)}`.trimEnd()).join("\n") + "\n";
+  const shown = pairs.filter(([, value]) => cell(value) !== "");
+  const width = Math.max(...shown.map(([label]) => label.length));
+  return shown.map(([label, value]) => `${label.padEnd(width)}  ${cell(value)}`.trimEnd()).join("\n") + "\n";
 }
 
 function cell(value: unknown): string {

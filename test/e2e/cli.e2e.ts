@@ -466,6 +466,13 @@ describe("queries", () => {
 
     expect(result.code).toBe(4);
     expect(result.stderr).toMatch(/^dqs: Query \S+ failed: .*nope/m);
+    // Its status shows what it has, and no label without a value (it has no rows, size or timings of a result).
+    const id = /Query (\S+) failed/.exec(result.stderr)![1]!;
+    const status = await dqs(["status", id]);
+    const lines = status.stdout.trimEnd().split("\n");
+    expect(lines[0]).toMatch(new RegExp(`^Query +${id}$`));
+    expect(lines).toContainEqual(expect.stringMatching(/^Status +failed$/));
+    for (const line of lines) expect(line).toMatch(/^\S+ {2,}\S/);
   });
 
   it("should submit without waiting, then show the status, list the query, and refuse to cancel it once ended", async () => {

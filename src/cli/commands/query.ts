@@ -189,6 +189,7 @@ function describeStatus(status: QueryStatus): string {
     ["Rows", status.RowCount ?? ""],
     ["Size", status.Size ? `${bytes(status.Size)} (${status.Size} bytes)` : "0"],
     ["Loaded", status.BytesLoaded === null ? "" : bytes(status.BytesLoaded)],
+    ["Engine", status.Engine === "store" ? "table store" : status.Engine === "sqljs" ? "sql.js" : ""],
     [
       "Timings",
       t ? `queue ${t.QueueWaitMs} ms, load ${t.LoadMs} ms, execute ${t.ExecuteMs} ms, write ${t.WriteMs} ms` : "",
