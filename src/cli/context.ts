@@ -1,5 +1,5 @@
 import type { Command } from "commander";
-import { DqsClient } from "../client";
+import { DqsClient, NotLoggedInError } from "../client";
 import { json, write } from "./output";
 import { DEFAULT_PROFILE, FileTokenStore, tokenFilePath } from "./token-file";
 
@@ -53,8 +53,17 @@ export class Context {
     }
   }
 
-  /** An SDK client for the profile, its tokens kept in the token file. */
+  /**
+   * An SDK client for the profile, its tokens kept in the token file. A
+   * profile with neither a URL nor tokens (never logged in, or logged out)
+   * is not logged in, which is what its user needs to hear.
+   */
   async client(): Promise<DqsClient> {
+    const known = this.options.url || this.env.DQS_URL || (await this.store.entry())?.BaseUrl;
+    if (!known && !(await this.store.load()))
+      throw new NotLoggedInError(
+        `Not logged in (profile ${this.profile}): run dqs login --url URL (or set DQS_URL to the service).`,
+      );
     return new DqsClient({ baseUrl: await this.baseUrl(), tokens: this.store });
   }
 

@@ -67,8 +67,17 @@ describe("dqs without a login", () => {
     expect(result.stderr).toBe("dqs: Not logged in (profile Default): run dqs login.\n");
   });
 
-  it("should exit 2 when no service URL is known", async () => {
+  it("should exit 3 saying how to log in when no service URL is known and there are no tokens", async () => {
     const result = await runCli(cli, ["datasets"], { home: temporaryHome() });
+
+    expect(result.code).toBe(3);
+    expect(result.stderr).toBe(
+      "dqs: Not logged in (profile Default): run dqs login --url URL (or set DQS_URL to the service).\n",
+    );
+  });
+
+  it("should exit 2 when dqs login has no service URL", async () => {
+    const result = await runCli(cli, ["login", "--no-browser"], { home: temporaryHome() });
 
     expect(result.code).toBe(2);
     expect(result.stderr).toBe(
@@ -519,6 +528,10 @@ describe("dqs logout", () => {
     const afterwards = await fetch(`${server.url}/v1/me/datasets`, { headers: { authorization: `Bearer ${token}` } });
     expect(afterwards.status).toBe(401);
     expect((await dqs(["datasets"])).code).toBe(3);
+    // Without DQS_URL too: the profile's URL went with it, and the answer is still "not logged in".
+    const bare = await runCli(cli, ["datasets"], { home });
+    expect(bare.code).toBe(3);
+    expect(bare.stderr).toMatch(/^dqs: Not logged in \(profile Default\)/);
     expect(tokenFileMode(home)).toBe(0o600);
   });
 });
