@@ -128,10 +128,18 @@ describe("rate limits", () => {
     );
   });
 
-  it("should not count requests whose token is rejected against a user", async () => {
+  it("should not count requests whose token is rejected against a user, and count those it accepts", async () => {
+    const { accessToken } = await login("rate-dave");
     const users = limiter(0);
-    const response = await postJson("/v1/query", { Sql: "SELECT 1" }, workerWith({ USER_RATE_LIMITER: users }));
-    expect(response.status).toBe(401);
+    const via = workerWith({ USER_RATE_LIMITER: users });
+
+    const rejected = await postJson("/v1/query", { Sql: "SELECT 1" }, via);
+    expect(rejected.status).toBe(401);
     expect(users.keys).toEqual([]);
+
+    // The same limiter refuses the first accepted request: the 429 can only come from the limit.
+    const limited = await call("/v1/me/datasets", { headers: authHeader(accessToken) }, via);
+    await readEnvelope(limited, 429);
+    expect(users.keys).toHaveLength(1);
   });
 });
