@@ -89,7 +89,6 @@ describe("waiting for a query", () => {
 
   it("should stop waiting after `wait` seconds with a timeout error that names the query", async () => {
     const service = scriptedService(["running"]);
-    const started = Date.now();
 
     const error = (await client(service.fetch)
       .waitForQuery("q1", { wait: 0.6 })
@@ -99,7 +98,6 @@ describe("waiting for a query", () => {
     expect(error.reason).toBe("timeout");
     expect(error.queryId).toBe("q1");
     expect(error.message).toContain("still running after 0.6 s");
-    expect(Date.now() - started).toBeLessThan(2000);
   });
 
   it.each([
