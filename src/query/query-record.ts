@@ -33,8 +33,6 @@ export interface QueryRecord {
   updatedAt: string;
   /** Creation time in epoch milliseconds, for the queue-wait timing (createdAt has whole seconds). */
   createdAtMs: number;
-  /** When the current run started (running only); the watchdog counts from here. */
-  startedAt: string | null;
   /** Result file size in bytes; 0 until it succeeds. */
   size: number;
   rowCount: number | null;
@@ -46,7 +44,6 @@ export interface QueryRecord {
   resultKey: string | null;
   resultColumns: ResultColumn[] | null;
   expiresAt: string | null;
-  attempts: number;
 }
 
 /** What a finished run reports. */

@@ -56,7 +56,6 @@ export class QueryState extends DurableObject<Env> {
       message: "Queued; waiting for a worker to run it.",
       createdAt: now,
       updatedAt: now,
-      startedAt: null,
       size: 0,
       rowCount: null,
       bytesLoaded: null,
@@ -65,7 +64,6 @@ export class QueryState extends DurableObject<Env> {
       resultKey: null,
       resultColumns: null,
       expiresAt: null,
-      attempts: 0,
     };
     await this.ctx.storage.put(KEY, record);
     await this.ctx.storage.setAlarm(nowMs + QUEUED_CHECK_MS);
@@ -99,10 +97,7 @@ export class QueryState extends DurableObject<Env> {
       return { ok: false, record: failed };
     }
     const limits = record.limits;
-    const started = await this.save(
-      { ...record, status: "running", startedAt: isoSeconds(nowSeconds()), attempts: record.attempts + 1 },
-      "Running: loading the data.",
-    );
+    const started = await this.save({ ...record, status: "running" }, "Running: loading the data.");
     // The watchdog: a consumer that dies leaves the query running; the alarm fails it.
     await this.ctx.storage.setAlarm(Date.now() + limits.timeLimitMs + WATCHDOG_GRACE_MS);
     await this.slots(record, (slots) => slots.started(record.queryId));
@@ -133,10 +128,7 @@ export class QueryState extends DurableObject<Env> {
     const record = await this.load();
     if (!record || record.status !== "running") return record;
     await this.ctx.storage.setAlarm(Date.now() + QUEUED_CHECK_MS);
-    return this.save(
-      { ...record, status: "queued", startedAt: null },
-      `Queued again after a transient error: ${reason}`,
-    );
+    return this.save({ ...record, status: "queued" }, `Queued again after a transient error: ${reason}`);
   }
 
   /** Records how a run ended. A query cancelled meanwhile stays cancelled. */
@@ -147,7 +139,7 @@ export class QueryState extends DurableObject<Env> {
     if (outcome.status === "succeeded") {
       const { status: _status, ...result } = outcome;
       return this.ended(
-        { ...record, ...result, status: "succeeded", startedAt: null },
+        { ...record, ...result, status: "succeeded" },
         `Succeeded: ${outcome.rowCount} rows, ${outcome.size} bytes.`,
       );
     }
@@ -155,7 +147,6 @@ export class QueryState extends DurableObject<Env> {
       {
         ...record,
         status: "failed",
-        startedAt: null,
         engine: outcome.engine ?? record.engine,
         bytesLoaded: outcome.bytesLoaded ?? record.bytesLoaded,
         peakMemoryBytes: outcome.peakMemoryBytes ?? record.peakMemoryBytes,
@@ -176,7 +167,7 @@ export class QueryState extends DurableObject<Env> {
     const record = await this.load();
     if (!record || FINISHED.has(record.status)) return { ok: false, record };
     await this.ctx.storage.deleteAlarm();
-    const cancelled = { ...record, status: "cancelled" as const, startedAt: null };
+    const cancelled = { ...record, status: "cancelled" as const };
     const message = "Cancelled by its owner.";
     return {
       ok: true,
@@ -211,7 +202,7 @@ export class QueryState extends DurableObject<Env> {
     }
     if (!record || record.status !== "running") return;
     await this.ended(
-      { ...record, status: "failed", startedAt: null },
+      { ...record, status: "failed" },
       "Failed: the query did not finish within the time limit (the worker running it stopped or exceeded its CPU limit).",
     );
   }

@@ -47,8 +47,6 @@ export interface DataItemReference {
   data: string;
   /** The internal table name, e.g. `t0` (quoted as `"t0"` in the rewritten SQL). */
   alias: string;
-  /** How many times the query names this item. */
-  occurrences: number;
 }
 
 export type TableNamesResult = { ok: true; sql: string; tables: DataItemReference[] } | { ok: false; message: string };
@@ -87,10 +85,9 @@ export function rewriteTableNames(sql: string): TableNamesResult {
     const key = JSON.stringify(parts);
     let table = tables.get(key);
     if (!table) {
-      table = { account, dataset, data, alias: internalNames(), occurrences: 0 };
+      table = { account, dataset, data, alias: internalNames() };
       tables.set(key, table);
     }
-    table.occurrences++;
     const needsAlias = position === "from" && !isAlias(tokens[next]) && qualifiers.has(asciiLowerCase(data));
     edits.push({
       start: first.start,

@@ -20,8 +20,8 @@ function failure(sql: string): string {
   return result.message;
 }
 
-function item(account: string, dataset: string, data: string, alias: string, occurrences = 1): DataItemReference {
-  return { account, dataset, data, alias, occurrences };
+function item(account: string, dataset: string, data: string, alias: string): DataItemReference {
+  return { account, dataset, data, alias };
 }
 
 describe("rewriteTableNames", () => {
@@ -102,7 +102,7 @@ describe("rewriteTableNames", () => {
       const result = rewrite('SELECT * FROM acme.sales.orders a JOIN "acme".`sales`.orders b ON a.id = b.parent');
 
       expect(result.sql).toBe('SELECT * FROM "t0" a JOIN "t0" b ON a.id = b.parent');
-      expect(result.tables).toEqual([item("acme", "sales", "orders", "t0", 2)]);
+      expect(result.tables).toEqual([item("acme", "sales", "orders", "t0")]);
     });
 
     it("should let a name glued to its alias stand, as SQLite reads it", () => {
