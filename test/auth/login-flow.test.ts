@@ -271,6 +271,24 @@ describe("POST /v1/auth/terms", () => {
     expect(secondsUntil(body.Data.RefreshTokenExpiresOn)).toBeLessThanOrEqual(45 * 86400);
   });
 
+  it.each([
+    ["application/json, text/html;q=0.9", "json"],
+    ["text/html;q=0.5, application/json", "json"],
+    ["application/*", "json"],
+    ["text/html, application/json;q=0.9", "html"],
+    ["text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8", "html"],
+    ["*/*", "html"],
+  ])("should negotiate the tokens' form by q-values: Accept %s gets %s", async (accept, form) => {
+    // These logins pass a limiter of their own: the file's other logins use up the client address's minute.
+    const via = workerWith({ AUTH_RATE_LIMITER: { limit: async () => ({ success: true }) } });
+    const { start } = await loginUntilCallback(`terms-q-${crypto.randomUUID().slice(0, 8)}`, "text/html", via);
+
+    const response = await acceptTerms(start.state, start.cookie, accept, via);
+
+    expect(response.status).toBe(200);
+    expect(response.headers.get("content-type")).toMatch(form === "json" ? /^application\/json/ : /^text\/html/);
+  });
+
   it("should record the accepted terms version", async () => {
     await login("terms-recorded");
 

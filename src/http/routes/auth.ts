@@ -1,3 +1,4 @@
+import { accepts } from "hono/accepts";
 import { createRoute, z } from "@hono/zod-openapi";
 import { deleteCookie, getCookie, setCookie } from "hono/cookie";
 import {
@@ -59,9 +60,12 @@ function jwtResponseData(tokens: TokenSet) {
   };
 }
 
+/** JSON when the client prefers it by RFC 9110's rules (q-values, then specificity); a page for everyone else. */
 function wantsJson(c: AppContext): boolean {
-  const accept = c.req.header("accept") ?? "";
-  return accept.includes("application/json") && !accept.includes("text/html");
+  return (
+    accepts(c, { header: "Accept", supports: ["text/html", "application/json"], default: "text/html" }) ===
+    "application/json"
+  );
 }
 
 /** Shows freshly issued tokens: JSON for programs, a page for people. Never cached. */
