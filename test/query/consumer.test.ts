@@ -299,3 +299,11 @@ describe("the Worker's queue handler", () => {
     expect((await recordOf(queryId))?.status).toBe("succeeded");
   });
 });
+
+describe("the engine Worker's queue handler", () => {
+  it("should refuse a batch from a queue it does not consume, naming it", async () => {
+    const batch = createMessageBatch<QueryMessage>("dqs-queries-typo", []);
+
+    expect(() => worker.queue(batch, env)).toThrow("the engine does not consume the queue dqs-queries-typo");
+  });
+});
