@@ -6,6 +6,7 @@ import type { StoreQuery, StoreSource, TableStore } from "../../../src/query/sto
 import { tableLayout } from "../../../src/query/table-layout";
 import { randomToken } from "../../../src/util/crypto";
 import { limitsWith, MemorySource, runEngine, storedSchema, type MemoryItem } from "../../support/engine";
+import { storeTables } from "../../support/store";
 
 // A table store runs SQL next to the rows it keeps: a query may read only the
 // data items it names, and may never change the store. The engine checks
@@ -66,7 +67,7 @@ async function attempt(objectKey: string, request: StoreQuery): Promise<{ ok: bo
 /** Sends the SQL as it is; the call must fail, write no result, and leave rows and tables as they were. */
 async function expectRefusedAndIntact(sql: string): Promise<void> {
   const { objectKey } = await builtStore();
-  const before = await tablesOf(objectKey);
+  const before = await storeTables(objectKey);
   // The attack aims at the real table, as if its random name had leaked.
   const request = storeQuery(sql.replaceAll('"data"', `"${await dataTableOf(objectKey)}"`), ["1"]);
 
@@ -74,26 +75,14 @@ async function expectRefusedAndIntact(sql: string): Promise<void> {
 
   expect(outcome.ok).toBe(false);
   expect(await contentsOf(objectKey)).toBe(INTACT);
-  expect(await tablesOf(objectKey)).toEqual(before);
+  expect(await storeTables(objectKey)).toEqual(before);
   expect(await tableStoreStub(env, objectKey).rows()).toBe(ROWS);
   expect(await env.BUCKET.head(request.resultKey)).toBeNull();
 }
 
-/** The store's tables (its own `_cf_…` ones aside), read inside the Durable Object. */
-async function tablesOf(objectKey: string): Promise<string[]> {
-  return runInDurableObject(tableStoreStub(env, objectKey), (_instance: TableStore, state) =>
-    state.storage.sql
-      .exec<{ name: string }>(
-        "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE '\\_cf\\_%' ESCAPE '\\' ORDER BY name",
-      )
-      .toArray()
-      .map((row) => row.name),
-  );
-}
-
 /** The name of the table that holds the store's rows (random, so no query can shadow it). */
 async function dataTableOf(objectKey: string): Promise<string> {
-  const tables = await tablesOf(objectKey);
+  const tables = await storeTables(objectKey);
   expect(tables).toHaveLength(1);
   return tables[0]!;
 }
@@ -218,7 +207,7 @@ describe("TableStore.query called directly, past the engine's checks", () => {
   // Aliases other than the engine's t0, t1, … are refused, and every table name is quoted.
   it("should leave the store as it was when an item brought in has a hostile alias", async () => {
     const { objectKey } = await builtStore();
-    const before = await tablesOf(objectKey);
+    const before = await storeTables(objectKey);
     const otherKey = `test-isolation/${randomToken(8)}/other.csv`;
     await env.BUCKET.put(otherKey, OTHER.data as string);
     const alias = `t1"; DROP TABLE "${await dataTableOf(objectKey)}"; SELECT "`;
@@ -235,7 +224,7 @@ describe("TableStore.query called directly, past the engine's checks", () => {
     await attempt(objectKey, request);
 
     expect(await contentsOf(objectKey)).toBe(INTACT);
-    expect(await tablesOf(objectKey)).toEqual(before);
+    expect(await storeTables(objectKey)).toEqual(before);
   });
 
   it("should fail, and drop what it brought in, when an item brought in is gone", async () => {
@@ -251,7 +240,7 @@ describe("TableStore.query called directly, past the engine's checks", () => {
       cancelled: false,
       message: "Failed: the data of other was deleted while the query ran.",
     });
-    expect((await tablesOf(objectKey)).filter((name) => name.startsWith("q_"))).toEqual([]);
+    expect((await storeTables(objectKey)).filter((name) => name.startsWith("q_"))).toEqual([]);
   });
 
   it("should bring each item in under a table of its own query, dropped when the query ends", async () => {
@@ -264,7 +253,7 @@ describe("TableStore.query called directly, past the engine's checks", () => {
 
     expect(outcome).toMatchObject({ ok: true, rowCount: 1 });
     expect(await (await env.BUCKET.get(request.resultKey))!.text()).toBe(`count(*)\n${ROWS}\n`);
-    expect((await tablesOf(objectKey)).filter((name) => name.startsWith("q_"))).toEqual([]);
+    expect((await storeTables(objectKey)).filter((name) => name.startsWith("q_"))).toEqual([]);
   });
 
   it("should refuse to run before the store is built, as a failure worth retrying", async () => {
@@ -282,10 +271,10 @@ describe("tables left by a query whose object stopped", () => {
     await runInDurableObject(tableStoreStub(env, objectKey), (_instance: TableStore, state) => {
       state.storage.sql.exec('CREATE TABLE "q_leftover_t1" ("n" INTEGER)');
     });
-    expect(await tablesOf(objectKey)).toContain("q_leftover_t1");
+    expect(await storeTables(objectKey)).toContain("q_leftover_t1");
 
     expect(await contentsOf(objectKey)).toBe(INTACT);
 
-    expect((await tablesOf(objectKey)).filter((name) => name.startsWith("q_"))).toEqual([]);
+    expect((await storeTables(objectKey)).filter((name) => name.startsWith("q_"))).toEqual([]);
   });
 });

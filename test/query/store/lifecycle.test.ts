@@ -34,6 +34,7 @@ import {
   type QueryStatusData,
   type QueuedItem,
 } from "../../support/query";
+import { storeTables } from "../../support/store";
 
 // A data item with at least TABLE_STORE_MIN_ROWS rows gets a table store: the
 // upload marks it "building" and asks the build queue, the real consumer
@@ -101,18 +102,6 @@ async function storageMessageOf(item: Item): Promise<string> {
 
 function engineOf(run: QueryRun): string | null {
   return (run.status as QueryStatusData & { Engine: string | null }).Engine;
-}
-
-/** The tables a version's store holds (none once emptied), read inside the Durable Object. */
-async function tablesIn(objectKey: string): Promise<string[]> {
-  return runInDurableObject(tableStoreStub(env, objectKey), (_instance: TableStore, state) =>
-    state.storage.sql
-      .exec<{ name: string }>(
-        "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE '\\_cf\\_%' ESCAPE '\\'",
-      )
-      .toArray()
-      .map((row) => row.name),
-  );
 }
 
 /** Empties the stores (and deletes the objects) listed as orphans under a dataset, as the sweep does when due. */
@@ -238,7 +227,7 @@ describe("building a table store", () => {
     );
     expect(await storageMessageOf(item)).toBe("OK: the table store could not be built; queries read the CSV");
     expect(await tableStoreStub(env, await objectKeyOf(item)).rows()).toBeNull();
-    expect(await tablesIn(await objectKeyOf(item))).toEqual([]);
+    expect(await storeTables(await objectKeyOf(item))).toEqual([]);
     expect(await prepareItem(env, item.queue.prepares()[0]!)).toEqual({ failed: storage.TableStore?.Message });
     const run = await runSql(owner.accessToken, `SELECT count(*), sum(amount) FROM ${item.table}`);
     expect(engineOf(run)).toBe("sqljs");
@@ -295,7 +284,7 @@ describe("building a table store", () => {
     expect(outcomeOf(await deliver(item.queue.sent))).toEqual({ acked: 1, retried: [] });
 
     expect(await stub.rows()).toBe(37);
-    expect(await tablesIn(await objectKeyOf(item))).toEqual([expect.stringMatching(/^data_(?!half)/)]);
+    expect(await storeTables(await objectKeyOf(item))).toEqual([expect.stringMatching(/^data_(?!half)/)]);
     const run = await runSql(owner.accessToken, `SELECT count(*), sum(amount) FROM ${item.table}`);
     expect(engineOf(run)).toBe("store");
     expect(run.csv).toBe(TOTALS);
@@ -342,10 +331,10 @@ describe("a table store and the life of its data item", () => {
     ]);
     expect(await storageOf(item)).toMatchObject({ RowCount: 12, TableStore: { State: "building" } });
     expect(await tableStoreStub(env, old).rows()).toBe(37);
-    expect(await tablesIn(old)).toEqual([expect.stringMatching(/^data_\w+$/)]);
+    expect(await storeTables(old)).toEqual([expect.stringMatching(/^data_\w+$/)]);
     await sweep(item);
     expect(await tableStoreStub(env, old).rows()).toBeNull();
-    expect(await tablesIn(old)).toEqual([]);
+    expect(await storeTables(old)).toEqual([]);
     expect(await orphansUnder(`table-store/${item.prefix}`)).toEqual([]);
     await deliver(queue.sent);
     expect(await tableStoreStub(env, current).rows()).toBe(12);
@@ -368,7 +357,7 @@ describe("a table store and the life of its data item", () => {
     ]);
     await sweep(item);
     expect(await tableStoreStub(env, objectKey).rows()).toBeNull();
-    expect(await tablesIn(objectKey)).toEqual([]);
+    expect(await storeTables(objectKey)).toEqual([]);
     expect(await orphansUnder(`table-store/${item.prefix}`)).toEqual([]);
   });
 
@@ -393,7 +382,7 @@ describe("a table store and the life of its data item", () => {
     );
     await sweep(item);
     for (const key of keys) expect(await tableStoreStub(env, key).rows()).toBeNull();
-    for (const key of keys) expect(await tablesIn(key)).toEqual([]);
+    for (const key of keys) expect(await storeTables(key)).toEqual([]);
   });
 
   it("should not record a store whose item is deleted while it is built, and leave it for the sweep", async () => {
@@ -415,6 +404,6 @@ describe("a table store and the life of its data item", () => {
     ]);
     await sweep(item);
     expect(await tableStoreStub(env, objectKey).rows()).toBeNull();
-    expect(await tablesIn(objectKey)).toEqual([]);
+    expect(await storeTables(objectKey)).toEqual([]);
   });
 });
