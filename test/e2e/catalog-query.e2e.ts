@@ -53,8 +53,13 @@ describe("catalog against wrangler dev", () => {
     expect(items.Data).toEqual({
       DataCount: 2,
       DataList: [
-        { AccountName: "e2e-carol", DatasetName: "sales", DataName: "orders.csv" },
-        { AccountName: "e2e-carol", DatasetName: "sales", DataName: "orders_gz" },
+        expect.objectContaining({
+          AccountName: "e2e-carol",
+          DatasetName: "sales",
+          DataName: "orders.csv",
+          RowCount: 3,
+        }),
+        expect.objectContaining({ AccountName: "e2e-carol", DatasetName: "sales", DataName: "orders_gz", RowCount: 3 }),
       ],
     });
     const datasets = await envelope(await api("/v1/me/datasets"));
