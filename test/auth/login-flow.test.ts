@@ -86,9 +86,27 @@ describe("GET /v1/auth/callback", () => {
   it("should refuse a callback that comes without the login cookie", async () => {
     const { callbackUrl } = await loginUntilCallback("cb-no-cookie");
 
-    const body = await readEnvelope(await visitCallback(callbackUrl, null, "text/html"), 400);
+    const body = await readEnvelope(await visitCallback(callbackUrl, null, "application/json"), 400);
 
     expect(body.Status.Message).toMatch(/not started in this browser.*GET \/v1\/auth/);
+  });
+
+  it("should show a browser that reloads or goes back to an ended login a page saying so, with a way to sign in", async () => {
+    // A limiter of its own: the file's other logins use up the client address's minute.
+    const via = workerWith({ AUTH_RATE_LIMITER: { limit: async () => ({ success: true }) } });
+    const { response, start, callbackUrl } = await loginUntilCallback("cb-reload", "text/html", via);
+    expect(response.status).toBe(200);
+
+    const replayed = await visitCallback(callbackUrl, start.cookie, "text/html", via);
+    const withoutCookie = await visitCallback(callbackUrl, null, "text/html", via);
+
+    for (const page of [replayed, withoutCookie]) {
+      expect(page.status).toBe(400);
+      expect(page.headers.get("content-type")).toMatch(/^text\/html/);
+      const text = await page.text();
+      expect(text).toContain("This login has ended");
+      expect(text).toContain('<a href="/v1/auth">Sign in again</a>');
+    }
   });
 
   it("should refuse a callback whose state belongs to another login", async () => {
@@ -96,7 +114,7 @@ describe("GET /v1/auth/callback", () => {
     const theirs = await startLogin();
     const theirCallback = await signInAtProvider(theirs.authorizeUrl, "cb-other-state");
 
-    const body = await readEnvelope(await visitCallback(theirCallback, mine.cookie, "text/html"), 400);
+    const body = await readEnvelope(await visitCallback(theirCallback, mine.cookie, "application/json"), 400);
 
     expect(body.Status.Message).toMatch(/not started in this browser/);
   });
@@ -105,7 +123,7 @@ describe("GET /v1/auth/callback", () => {
     const { response, start, callbackUrl } = await loginUntilCallback("cb-replay");
     expect(response.status).toBe(200);
 
-    const body = await readEnvelope(await visitCallback(callbackUrl, start.cookie, "text/html"), 400);
+    const body = await readEnvelope(await visitCallback(callbackUrl, start.cookie, "application/json"), 400);
 
     expect(body.Status.Message).toMatch(/already used/);
   });
@@ -149,7 +167,7 @@ describe("GET /v1/auth/callback", () => {
     const callbackUrl = await signInAtProvider(start.authorizeUrl, "cb-slow");
     vi.setSystemTime(Date.now() + 601_000);
 
-    const body = await readEnvelope(await visitCallback(callbackUrl, start.cookie, "text/html"), 400);
+    const body = await readEnvelope(await visitCallback(callbackUrl, start.cookie, "application/json"), 400);
 
     expect(body.Status.Message).toMatch(/expired/);
   });

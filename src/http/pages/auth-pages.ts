@@ -46,3 +46,17 @@ export function termsPage(options: { accountName: string; version: string; url: 
       <p class="muted">If you do not accept, close this page: no tokens are issued.</p>`,
   );
 }
+
+/** The page for a login that has ended: a reload or Back on the tokens page, a login from another browser, or one that expired. */
+export function loginEndedPage() {
+  return page(
+    "Login ended",
+    html`<h1>This login has ended</h1>
+      <p>
+        Its tokens were shown once, on the page after you signed in, and are not shown again (or the login expired, or
+        it was started in another browser).
+      </p>
+      <p>If you still have the refresh token, renew with <code>POST /v1/auth/token</code>. Otherwise:</p>
+      <p><a href="/v1/auth">Sign in again</a> to get new tokens.</p>`,
+  );
+}

@@ -23,7 +23,7 @@ import { ApiError, badRequest, unauthorized } from "../errors";
 import { authenticated } from "../middleware/bearer-auth";
 import { authRateLimit } from "../middleware/rate-limit";
 import { createRouter } from "../router";
-import { termsPage, tokensPage } from "../pages/auth-pages";
+import { loginEndedPage, termsPage, tokensPage } from "../pages/auth-pages";
 import { providerFetch } from "../provider-fetch";
 import {
   envelope,
@@ -135,11 +135,27 @@ async function beginProviderLogin(c: AppContext, client: LoopbackClient | null) 
   }
 }
 
-function requireLoginCookie(c: AppContext, state: string): void {
+/** Whether the login cookie of this browser matches the login's state. */
+function hasLoginCookie(c: AppContext, state: string): boolean {
   const cookie = getCookie(c, LOGIN_COOKIE) ?? "";
-  if (!state || !timingSafeEqual(cookie, state))
-    throw badRequest("This login was not started in this browser or has expired; start again at GET /v1/auth.");
+  return state !== "" && timingSafeEqual(cookie, state);
 }
+
+/**
+ * Answers a login that has ended (its tokens shown), expired, or belongs to
+ * another browser — what a reload or Back on the tokens page meets: a page
+ * that says what happened and how to get new tokens, or, for a client that
+ * asks for JSON, the envelope with `message`.
+ */
+function loginEnded(c: AppContext, message: string) {
+  if (wantsJson(c)) throw badRequest(message);
+  c.header("Cache-Control", "no-store");
+  return c.html(loginEndedPage(), 400);
+}
+
+const NOT_THIS_BROWSER =
+  "This login was not started in this browser, has finished or has expired; start again at GET /v1/auth.";
+const LOGIN_ENDED = "This login is unknown, already used or expired; start again at GET /v1/auth.";
 
 authRoutes.openapi(
   createRoute({
@@ -222,7 +238,7 @@ authRoutes.openapi(
   async (c) => {
     const query = c.req.valid("query");
     const state = query.state ?? "";
-    requireLoginCookie(c, state);
+    if (!hasLoginCookie(c, state)) return loginEnded(c, NOT_THIS_BROWSER);
     const ctx = await loginContext(c);
     const outcome = await completeLogin(ctx, { state, code: query.code, error: query.error });
     switch (outcome.kind) {
@@ -255,8 +271,7 @@ authRoutes.openapi(
                 : "server_error";
           return c.redirect(loopbackLocation(outcome.client, { error }), 302);
         }
-        if (outcome.reason === "unknown_state")
-          throw badRequest("This login is unknown, already used or expired; start again at GET /v1/auth.");
+        if (outcome.reason === "unknown_state") return loginEnded(c, LOGIN_ENDED);
         if (outcome.reason === "provider_denied")
           throw unauthorized(`The identity provider did not log you in (${query.error ?? "no code"}).`);
         throw new ApiError(502, PROVIDER_FAILURE[outcome.reason]);
@@ -289,10 +304,9 @@ authRoutes.openapi(
   }),
   async (c) => {
     const { state } = c.req.valid("form");
-    requireLoginCookie(c, state);
+    if (!hasLoginCookie(c, state)) return loginEnded(c, NOT_THIS_BROWSER);
     const outcome = await acceptTermsAndFinish(await loginContext(c), state);
-    if (outcome.kind === "rejected")
-      throw badRequest("This login is unknown, already used or expired; start again at GET /v1/auth.");
+    if (outcome.kind === "rejected") return loginEnded(c, LOGIN_ENDED);
     return finishLogin(c, outcome);
   },
 );
