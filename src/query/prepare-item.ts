@@ -1,4 +1,4 @@
-import { findDataItem } from "../catalog/access";
+import { findDataItem, type DataItemRecord } from "../catalog/access";
 import { columnImagesEnabled, readQueryLimits } from "../config";
 import { adoptColumnImageKeys, recordColumnImages, recordTableStore } from "../catalog/datasets";
 import { columnImageKey } from "../storage/keys";
@@ -39,7 +39,7 @@ export async function prepareItem(env: Env, message: PrepareMessage): Promise<Pr
     item.rowCount >= message.storeMinRows
   )
     return prepareTableStore(env, item, message.maxStoreBytes);
-  return prepareColumnImages(env, message.prepare, message.memoryBudgetBytes);
+  return prepareColumnImages(env, item, message.memoryBudgetBytes);
 }
 
 /**
@@ -50,11 +50,7 @@ export async function prepareItem(env: Env, message: PrepareMessage): Promise<Pr
  * is recorded as failed (queries then read the CSV in sql.js) and emptied.
  * A store that stops mid-build throws, and the consumer retries.
  */
-async function prepareTableStore(
-  env: Env,
-  item: NonNullable<Awaited<ReturnType<typeof findDataItem>>>,
-  maxStoreBytes: number,
-): Promise<PrepareOutcome> {
+async function prepareTableStore(env: Env, item: DataItemRecord, maxStoreBytes: number): Promise<PrepareOutcome> {
   const state = parseTableStoreState(item.tableStore);
   if (state?.state === "ready") return "already built";
   if (state?.state === "failed") return { failed: state.message };
@@ -84,22 +80,17 @@ async function prepareTableStore(
 
 /**
  * Builds and records the column images of one version of a data item, so
- * queries on it read images instead of parsing the CSV. A version that is
- * no longer current, or already has images, is left alone. The keys are
+ * queries on it read images instead of parsing the CSV (prepareItem found
+ * the version current); one that already has images is left alone. The keys are
  * listed as orphans before anything is written and taken off the list only
  * in the transaction that records them, so a build that fails or loses the
  * race with a newer upload leaves nothing behind. Storage errors throw (the
  * consumer retries); a file that cannot be built is reported and skipped —
  * its queries keep reading the CSV.
  */
-export async function prepareColumnImages(
-  env: Env,
-  target: PrepareMessage["prepare"],
-  memoryBudgetBytes: number,
-): Promise<PrepareOutcome> {
-  const item = await findDataItem(env.DB, target.datasetId, target.name);
-  if (!item || item.version !== target.version) return "stale";
+async function prepareColumnImages(env: Env, item: DataItemRecord, memoryBudgetBytes: number): Promise<PrepareOutcome> {
   if (item.columnImages) return "already built";
+  const target = { datasetId: item.datasetId, name: item.name, version: item.version };
   const layout = parseTableLayout(item.schema);
   const keys = layout.columns.map((_, index) => columnImageKey(item.objectKey, index));
   const abandonedAfter = isoSeconds(nowSeconds() + BUILD_ABANDONED_AFTER_SECONDS);

@@ -10,7 +10,7 @@ import { limitStops, Stop, TransientError } from "../run-limits";
 import { internalTableName } from "../sql/internal-names";
 import { tokenize } from "../sql/tokenizer";
 import { quoteIdentifier, type TableLayout } from "../table-layout";
-import { fillTable } from "./fill-table";
+import { fillTable, type StoreSql } from "./fill-table";
 import { hasMoreThanOneStatement, quotedResultSql, renameTables, unquote } from "./store-sql";
 
 const BUILT_KEY = "built";
@@ -107,9 +107,8 @@ export class TableStore extends DurableObject<Env> {
     const table = `data_${randomToken(12).replace(/[^A-Za-z0-9]/g, "x")}`;
     const stream = await openObjectStream(this.env.BUCKET, source.objectKey);
     if (!stream) return { ok: false, message: `the stored file of ${source.name} is gone` };
-    const storage = this.ctx.storage;
     const filled = await fillTable(
-      { sql, transactionSync: (run) => storage.transactionSync(run) },
+      this.storeSql(),
       table,
       { name: source.name, layout: source.layout, stream },
       null,
@@ -188,6 +187,12 @@ export class TableStore extends DurableObject<Env> {
     }
   }
 
+  /** This object's SQL storage and its transactions, as fillTable writes through them. */
+  private storeSql(): StoreSql {
+    const storage = this.ctx.storage;
+    return { sql: storage.sql, transactionSync: (run) => storage.transactionSync(run) };
+  }
+
   /** Drops the tables a query brought in before the object stopped under it (no running query owns them). */
   private dropLeftovers(): void {
     const { sql } = this.ctx.storage;
@@ -215,9 +220,8 @@ export class TableStore extends DurableObject<Env> {
     });
     if (!stream) throw new Stop(`Failed: the data of ${other.source.name} was deleted while the query ran.`);
     const { sql } = this.ctx.storage;
-    const storage = this.ctx.storage;
     const filled = await fillTable(
-      { sql, transactionSync: (run) => storage.transactionSync(run) },
+      this.storeSql(),
       name,
       { name: other.source.name, layout: other.source.layout, stream },
       other.columns ? new Set(other.columns) : null,
