@@ -157,7 +157,7 @@ export class IsolateInspector {
 
   /**
    * Whether this session's isolate runs the Worker whose bundle is `bundle` (e.g. `engine.js`: wrangler bundles
-   * `main = "src/engine.ts"` to `.wrangler/tmp/dev-…/engine.js`); `script` is the URL found, if any.
+   * `main = "src/worker/engine.ts"` to `.wrangler/tmp/dev-…/engine.js`); `script` is the URL found, if any.
    */
   async checkMainScript(bundle: string): Promise<{ ok: boolean; script: string | null; isolateId: string | null }> {
     const urls = await this.scriptUrls();

@@ -497,7 +497,7 @@ async function main() {
   process.exitCode = serverNote ? 1 : 0;
 }
 
-/** A Worker's `name` and the file wrangler bundles its `main` to (`src/engine.ts` → `engine.js`), from its config. */
+/** A Worker's `name` and the file wrangler bundles its `main` to (`src/worker/engine.ts` → `engine.js`), from its config. */
 function workerOf(dir: string, config: string): { name: string; bundle: string } | null {
   let text: string;
   try {

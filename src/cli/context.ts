@@ -1,5 +1,5 @@
 import type { Command } from "commander";
-import { DqsClient, NotLoggedInError } from "../client";
+import { DqsClient, NotLoggedInError } from "../sdk";
 import { json, write } from "./output";
 import { DEFAULT_PROFILE, FileTokenStore, tokenFilePath } from "./token-file";
 

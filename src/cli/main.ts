@@ -1,5 +1,5 @@
 import { Command, CommanderError } from "commander";
-import { DqsApiError, DqsNetworkError, DqsQueryError, NotLoggedInError } from "../client";
+import { DqsApiError, DqsNetworkError, DqsQueryError, NotLoggedInError } from "../sdk";
 import { version } from "../../package.json";
 import { authCommands } from "./commands/auth";
 import { dataCommands } from "./commands/data";

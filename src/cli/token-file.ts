@@ -2,7 +2,7 @@ import { randomBytes } from "node:crypto";
 import { chmod, mkdir, open, readFile, rename, rm, stat } from "node:fs/promises";
 import { homedir } from "node:os";
 import { dirname, join } from "node:path";
-import type { TokenSet, TokenStore } from "../client";
+import type { TokenSet, TokenStore } from "../sdk";
 
 /** The default profile's key (interface §5 item 8). */
 export const DEFAULT_PROFILE = "Default";

@@ -1,9 +1,14 @@
 import { env } from "cloudflare:workers";
 import { decodeJwt, decodeProtectedHeader, generateKeyPair, SignJWT } from "jose";
 import { beforeAll, describe, expect, it } from "vitest";
-import { ACCESS_TOKEN_TTL_SECONDS, AUDIENCE, issueAccessToken, verifyAccessToken } from "../../src/auth/access-token";
-import { loadKeys, type KeySet } from "../../src/auth/keys";
-import { readConfig } from "../../src/config";
+import {
+  ACCESS_TOKEN_TTL_SECONDS,
+  AUDIENCE,
+  issueAccessToken,
+  verifyAccessToken,
+} from "../../src/worker/auth/access-token";
+import { loadKeys, type KeySet } from "../../src/worker/auth/keys";
+import { readConfig } from "../../src/worker/config";
 import { ORIGIN } from "../support/http";
 import { login } from "../support/login";
 import { signToken, testSigningKey, unsignedToken } from "../support/tokens";

@@ -1,9 +1,9 @@
 import { env } from "cloudflare:workers";
 import { decodeProtectedHeader, exportJWK, generateKeyPair, type JSONWebKeySet, type JWK } from "jose";
 import { afterEach, beforeAll, describe, expect, it, vi } from "vitest";
-import { issueAccessToken, verifyAccessToken } from "../../src/auth/access-token";
-import { loadKeys } from "../../src/auth/keys";
-import { ConfigError, readConfig } from "../../src/config";
+import { issueAccessToken, verifyAccessToken } from "../../src/worker/auth/access-token";
+import { loadKeys } from "../../src/worker/auth/keys";
+import { ConfigError, readConfig } from "../../src/worker/config";
 import { call, ORIGIN, postJson, readEnvelope, readUnauthorized, workerWith, type Fetch } from "../support/http";
 import { authHeader, login, type JwtData, type LoggedIn } from "../support/login";
 import { newSigningJwk, testSigningKey } from "../support/tokens";

@@ -9,7 +9,7 @@ import {
   type ProviderClient,
   type ProviderFetch,
   type ProviderMetadata,
-} from "../../src/auth/oidc-client";
+} from "../../src/worker/auth/oidc-client";
 
 const CLIENT_ID = "dqs-client";
 const NONCE = "the-nonce";

@@ -1,7 +1,7 @@
 import { env } from "cloudflare:workers";
 import { decodeJwt } from "jose";
 import { afterEach, describe, expect, it, vi } from "vitest";
-import { sha256 } from "../../src/util/crypto";
+import { sha256 } from "../../src/worker/util/crypto";
 import { call, postJson, readEnvelope, readUnauthorized } from "../support/http";
 import { authHeader, fromWire, login, type JwtData, type LoggedIn } from "../support/login";
 

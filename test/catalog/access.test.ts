@@ -8,9 +8,9 @@ import {
   findReadableDataItem,
   listVisibleDatasets,
   type Access,
-} from "../../src/catalog/access";
-import { findOrCreateUser, type UserRecord } from "../../src/catalog/accounts";
-import { commitDataItemVersion, grantAccess, putDataset } from "../../src/catalog/datasets";
+} from "../../src/worker/catalog/access";
+import { findOrCreateUser, type UserRecord } from "../../src/worker/catalog/accounts";
+import { commitDataItemVersion, grantAccess, putDataset } from "../../src/worker/catalog/datasets";
 import {
   columnsOf,
   createDataset,

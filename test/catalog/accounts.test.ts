@@ -1,7 +1,7 @@
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
-import { acceptTerms, findOrCreateUser, findUserById, type IdentityClaims } from "../../src/catalog/accounts";
-import { isAccountName } from "../../src/catalog/names";
+import { acceptTerms, findOrCreateUser, findUserById, type IdentityClaims } from "../../src/worker/catalog/accounts";
+import { isAccountName } from "../../src/worker/catalog/names";
 
 const NOW = "2026-11-22T07:00:00Z";
 const ISSUER = "https://idp.example.test";

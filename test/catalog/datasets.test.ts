@@ -1,7 +1,7 @@
 import { env } from "cloudflare:workers";
 import { beforeAll, describe, expect, it } from "vitest";
-import { findDataItem, findDataset, type DatasetRecord } from "../../src/catalog/access";
-import { findOrCreateUser, type UserRecord } from "../../src/catalog/accounts";
+import { findDataItem, findDataset, type DatasetRecord } from "../../src/worker/catalog/access";
+import { findOrCreateUser, type UserRecord } from "../../src/worker/catalog/accounts";
 import {
   commitDataItemVersion,
   deleteDataItem,
@@ -12,7 +12,7 @@ import {
   putDataset,
   revokeAccess,
   type NewVersion,
-} from "../../src/catalog/datasets";
+} from "../../src/worker/catalog/datasets";
 import { orphansUnder, uniqueName } from "../support/catalog";
 
 const NOW = "2026-11-22T09:00:00Z";

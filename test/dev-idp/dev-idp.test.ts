@@ -1,6 +1,6 @@
 import { createLocalJWKSet, decodeJwt, jwtVerify, type JSONWebKeySet } from "jose";
 import { afterEach, describe, expect, it, vi } from "vitest";
-import { sha256 } from "../../src/util/crypto";
+import { sha256 } from "../../src/worker/util/crypto";
 import { call, ORIGIN, readEnvelope, workerWith, type Fetch } from "../support/http";
 
 const ISSUER = `${ORIGIN}/idp`;

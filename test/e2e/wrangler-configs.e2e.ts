@@ -1,7 +1,7 @@
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
-import { QUEUES } from "../../src/query/queues";
+import { QUEUES } from "../../src/worker/query/queues";
 
 const ROOT = join(import.meta.dirname, "../..");
 const api = readFileSync(join(ROOT, "wrangler.toml"), "utf8");
@@ -34,7 +34,7 @@ describe("the two Workers' configurations", () => {
     const consumers = [...engine.matchAll(/^queue = "([^"]+)"/gm)].map((match) => match[1]);
     expect(producers).toEqual(["dqs-queries", "dqs-builds"]);
     expect(consumers).toEqual(["dqs-queries", "dqs-queries-dlq", "dqs-builds", "dqs-builds-dlq"]);
-    // The engine picks each batch's handler by these names (src/query/queues.ts).
+    // The engine picks each batch's handler by these names (src/worker/query/queues.ts).
     expect([...consumers].sort()).toEqual(Object.values(QUEUES).sort());
     expect(valueIn(engine, "[durable_objects.bindings]", "script_name")).toBe(valueIn(api, "", "name"));
     expect(api).not.toMatch(/^\[\[queues\.consumers\]\]/m);

@@ -1,7 +1,7 @@
 import { env } from "cloudflare:workers";
 import { afterEach, beforeAll, describe, expect, it, vi } from "vitest";
-import { ORPHAN_GRACE_SECONDS } from "../../src/catalog/datasets";
-import { runMaintenance } from "../../src/maintenance/scheduled";
+import { ORPHAN_GRACE_SECONDS } from "../../src/worker/catalog/datasets";
+import { runMaintenance } from "../../src/worker/maintenance/scheduled";
 import {
   createDataset,
   datasetId,

@@ -1,6 +1,6 @@
 import { env } from "cloudflare:workers";
 import { afterEach, beforeAll, describe, expect, it, vi } from "vitest";
-import { runMaintenance } from "../../src/maintenance/scheduled";
+import { runMaintenance } from "../../src/worker/maintenance/scheduled";
 import {
   createDataset,
   dataItemRow,

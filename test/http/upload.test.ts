@@ -1,7 +1,7 @@
 import { env } from "cloudflare:workers";
 import { afterEach, beforeAll, describe, expect, it, vi } from "vitest";
-import { runMaintenance } from "../../src/maintenance/scheduled";
-import { PART_SIZE } from "../../src/storage/r2-writer";
+import { runMaintenance } from "../../src/worker/maintenance/scheduled";
+import { PART_SIZE } from "../../src/worker/storage/r2-writer";
 import {
   BOUNDARY,
   bytesOf,

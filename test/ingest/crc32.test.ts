@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { CRC32_START, crc32Value, updateCrc32 } from "../../src/ingest/crc32";
+import { CRC32_START, crc32Value, updateCrc32 } from "../../src/worker/ingest/crc32";
 import { utf8 } from "./streams";
 
 describe("crc32", () => {

@@ -1,6 +1,6 @@
 import * as Papa from "papaparse";
 import { describe, expect, it } from "vitest";
-import { FallbackParser, isTrimmedByJs, type Newline, type ParsedRows } from "../../src/ingest/csv-fallback";
+import { FallbackParser, isTrimmedByJs, type Newline, type ParsedRows } from "../../src/worker/ingest/csv-fallback";
 import { ADVERSARIAL_SHAPES, seeded } from "./adversarial-csv";
 
 /** papaparse's own answer, with its errors reduced to the rows they are on, as the fallback keeps them. */

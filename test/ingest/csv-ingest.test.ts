@@ -1,8 +1,8 @@
 import { describe, expect, it } from "vitest";
-import { ingestCsv, type IngestOptions, type IngestResult } from "../../src/ingest/csv-ingest";
-import type { Column, TableDefinition } from "../../src/ingest/data-schema";
-import type { DataTypeName } from "../../src/ingest/value-types";
-import type { WorkCounter } from "../../src/ingest/work-counter";
+import { ingestCsv, type IngestOptions, type IngestResult } from "../../src/worker/ingest/csv-ingest";
+import type { Column, TableDefinition } from "../../src/worker/ingest/data-schema";
+import type { DataTypeName } from "../../src/worker/ingest/value-types";
+import type { WorkCounter } from "../../src/worker/ingest/work-counter";
 import { concatBytes, failingStream, gzip, trackedStream, utf8 } from "./streams";
 
 const LIMITS = { maxDecompressedBytes: 64 * 1024 * 1024 };

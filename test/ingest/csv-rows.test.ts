@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
-import { CsvRowReader, type ReadRows, type RowBatch, type RowsSink } from "../../src/ingest/csv-rows";
-import type { WorkCounter } from "../../src/ingest/work-counter";
+import { CsvRowReader, type ReadRows, type RowBatch, type RowsSink } from "../../src/worker/ingest/csv-rows";
+import type { WorkCounter } from "../../src/worker/ingest/work-counter";
 
 const MAX_ROW = 1024 * 1024;
 

@@ -1,8 +1,8 @@
 import { describe, expect, it } from "vitest";
 import * as Papa from "papaparse";
-import { CsvRowReader, type ReadRows, type RowsSink } from "../../src/ingest/csv-rows";
-import type { Newline, RowParser } from "../../src/ingest/csv-fallback";
-import { RowSpans, scanPlainRows } from "../../src/ingest/csv-spans";
+import { CsvRowReader, type ReadRows, type RowsSink } from "../../src/worker/ingest/csv-rows";
+import type { Newline, RowParser } from "../../src/worker/ingest/csv-fallback";
+import { RowSpans, scanPlainRows } from "../../src/worker/ingest/csv-spans";
 
 const MAX_ROW = 1024 * 1024;
 const SMALL_MAX_ROW = 40;

@@ -6,7 +6,7 @@ import {
   serializeSchema,
   tableDefinitionToCheck,
   type DataSchema,
-} from "../../src/ingest/data-schema";
+} from "../../src/worker/ingest/data-schema";
 
 function schemaOf(json: unknown): DataSchema {
   const result = parseSchemaPart(JSON.stringify(json));

@@ -1,11 +1,11 @@
 import * as Papa from "papaparse";
 import { describe, expect, it } from "vitest";
-import { ingestCsv, type IngestOptions, type IngestResult } from "../../src/ingest/csv-ingest";
-import type { Newline, RowParser } from "../../src/ingest/csv-fallback";
-import { CsvRowReader, type RowBatch } from "../../src/ingest/csv-rows";
-import type { Column, TableDefinition } from "../../src/ingest/data-schema";
-import { DATA_TYPES } from "../../src/ingest/value-types";
-import type { WorkCounter } from "../../src/ingest/work-counter";
+import { ingestCsv, type IngestOptions, type IngestResult } from "../../src/worker/ingest/csv-ingest";
+import type { Newline, RowParser } from "../../src/worker/ingest/csv-fallback";
+import { CsvRowReader, type RowBatch } from "../../src/worker/ingest/csv-rows";
+import type { Column, TableDefinition } from "../../src/worker/ingest/data-schema";
+import { DATA_TYPES } from "../../src/worker/ingest/value-types";
+import type { WorkCounter } from "../../src/worker/ingest/work-counter";
 import { fuzzText, seeded } from "./adversarial-csv";
 import { concatBytes, gzip, trackedStream, utf8 } from "./streams";
 

@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
-import { ingestCsv, type IngestResult } from "../../src/ingest/csv-ingest";
-import { CsvRowReader } from "../../src/ingest/csv-rows";
-import type { WorkCounter } from "../../src/ingest/work-counter";
+import { ingestCsv, type IngestResult } from "../../src/worker/ingest/csv-ingest";
+import { CsvRowReader } from "../../src/worker/ingest/csv-rows";
+import type { WorkCounter } from "../../src/worker/ingest/work-counter";
 import { ADVERSARIAL_SHAPES } from "./adversarial-csv";
 import { gzip, trackedStream, utf8 } from "./streams";
 

@@ -5,8 +5,8 @@
  *   npx esbuild test/ingest/measure-ingest.ts --bundle --platform=node --format=esm --outfile=/tmp/measure-ingest.mjs
  *   node /tmp/measure-ingest.mjs [rows]
  */
-import { ingestCsv, type IngestResult } from "../../src/ingest/csv-ingest";
-import type { Column, TableDefinition } from "../../src/ingest/data-schema";
+import { ingestCsv, type IngestResult } from "../../src/worker/ingest/csv-ingest";
+import type { Column, TableDefinition } from "../../src/worker/ingest/data-schema";
 
 const rows = Number(process.argv[2] ?? 1_000_000);
 const CHUNK_BYTES = 64 * 1024;

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { Utf8Text, firstInvalidUtf8 } from "../../src/ingest/utf8-text";
+import { Utf8Text, firstInvalidUtf8 } from "../../src/worker/ingest/utf8-text";
 import { utf8 } from "./streams";
 
 describe("firstInvalidUtf8", () => {

@@ -11,7 +11,7 @@ import {
   toSqlValue,
   valueCheck,
   type DataTypeName,
-} from "../../src/ingest/value-types";
+} from "../../src/worker/ingest/value-types";
 
 function inferColumn(values: readonly string[]): DataTypeName {
   let candidates = INFER_ALL;

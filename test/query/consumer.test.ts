@@ -1,11 +1,11 @@
 import { createExecutionContext, createMessageBatch, getQueueResult } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { afterEach, beforeAll, beforeEach, describe, expect, it, vi, type MockInstance } from "vitest";
-import worker from "../../src/engine";
-import type { QueryMessage } from "../../src/query/queries";
-import type { RunOutcome } from "../../src/query/query-record";
-import type { QueryState } from "../../src/query/query-state";
-import { resultObjectKey } from "../../src/storage/keys";
+import worker from "../../src/worker/engine";
+import type { QueryMessage } from "../../src/worker/query/queries";
+import type { RunOutcome } from "../../src/worker/query/query-record";
+import type { QueryState } from "../../src/worker/query/query-state";
+import { resultObjectKey } from "../../src/worker/storage/keys";
 import { readEnvelope } from "../support/http";
 import { login, type LoggedIn } from "../support/login";
 import {

@@ -1,7 +1,7 @@
 import { beforeAll, describe, expect, it } from "vitest";
-import type { Database } from "../../src/query/sqlite";
-import { openDatabase } from "../../src/query/sqlite";
-import { SQLITE_TYPE } from "../../src/query/table-layout";
+import type { Database } from "../../src/worker/query/sqlite";
+import { openDatabase } from "../../src/worker/query/sqlite";
+import { SQLITE_TYPE } from "../../src/worker/query/table-layout";
 import { csvCell, runEngine, seededRandom, type MemoryItem } from "../support/engine";
 
 // The same generated rows, queried two ways: through the engine (CSV file,

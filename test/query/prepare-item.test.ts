@@ -1,11 +1,11 @@
 import { env } from "cloudflare:workers";
 import { afterEach, beforeAll, beforeEach, describe, expect, it, vi, type MockInstance } from "vitest";
-import { ORPHAN_GRACE_SECONDS } from "../../src/catalog/datasets";
-import { readQueryLimits } from "../../src/config";
-import type { DataStorage } from "../../src/client";
-import { runMaintenance } from "../../src/maintenance/scheduled";
-import type { ColumnImages } from "../../src/query/engine/column-images";
-import { requestMissingPreparation, type PrepareMessage } from "../../src/query/prepare-item";
+import { ORPHAN_GRACE_SECONDS } from "../../src/worker/catalog/datasets";
+import { readQueryLimits } from "../../src/worker/config";
+import type { DataStorage } from "../../src/sdk";
+import { runMaintenance } from "../../src/worker/maintenance/scheduled";
+import type { ColumnImages } from "../../src/worker/query/engine/column-images";
+import { requestMissingPreparation, type PrepareMessage } from "../../src/worker/query/prepare-item";
 import {
   createDataset,
   dataItemRow,

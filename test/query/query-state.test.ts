@@ -1,9 +1,9 @@
 import { runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
-import { readQueryLimits } from "../../src/config";
-import type { QueryRecord, RunOutcome } from "../../src/query/query-record";
-import type { QueryState } from "../../src/query/query-state";
+import { readQueryLimits } from "../../src/worker/config";
+import type { QueryRecord, RunOutcome } from "../../src/worker/query/query-record";
+import type { QueryState } from "../../src/worker/query/query-state";
 import { stateOf } from "../support/query";
 
 const HOUR_MS = 3_600_000;

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { csvField, CsvResultWriter, StorageClass } from "../../src/query/result/csv";
+import { csvField, CsvResultWriter, StorageClass } from "../../src/worker/query/result/csv";
 
 describe("csvField", () => {
   it("should write NULL as an empty field", () => {

@@ -1,7 +1,7 @@
 import { env } from "cloudflare:workers";
 import { afterEach, beforeAll, describe, expect, it, vi } from "vitest";
-import { purgeExpiredResults } from "../../src/query/retention";
-import { resultObjectKey } from "../../src/storage/keys";
+import { purgeExpiredResults } from "../../src/worker/query/retention";
+import { resultObjectKey } from "../../src/worker/storage/keys";
 import { readEnvelope } from "../support/http";
 import { login, type LoggedIn } from "../support/login";
 import { consume, queryGet, recordOf, resultText, serviceWith, statusOf, submitOk, TestQueue } from "../support/query";

@@ -1,6 +1,6 @@
 import { env } from "cloudflare:workers";
 import { beforeAll, describe, expect, it } from "vitest";
-import { resultObjectKey } from "../../src/storage/keys";
+import { resultObjectKey } from "../../src/worker/storage/keys";
 import { login, type LoggedIn } from "../support/login";
 import { bareName, csvOf, failureOf, runSql, seedDataset, type ColumnSpec } from "../support/query";
 

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { openDatabase, sqliteInstance } from "../../src/query/sqlite";
+import { openDatabase, sqliteInstance } from "../../src/worker/query/sqlite";
 
 describe("openDatabase", () => {
   it("should open an in-memory SQLite database that runs SELECT 1 in workerd", async () => {

@@ -2,7 +2,7 @@ import { runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { decodeJwt } from "jose";
 import { beforeEach, describe, expect, it } from "vitest";
-import { userQueriesStub } from "../../src/query/queries";
+import { userQueriesStub } from "../../src/worker/query/queries";
 import { call, readEnvelope, type Fetch } from "../support/http";
 import { authHeader, login, type LoggedIn } from "../support/login";
 import {

@@ -1,6 +1,6 @@
 import { Buffer } from "node:buffer";
 import { describe, expect, it } from "vitest";
-import { BoundarySearch, type SearchCallback } from "../../src/storage/boundary-search";
+import { BoundarySearch, type SearchCallback } from "../../src/worker/storage/boundary-search";
 // The original, by path: wrangler.toml aliases the package name (and its subpaths) to BoundarySearch.
 // @ts-expect-error -- a CommonJS file without types
 import OriginalSearch from "../../node_modules/streamsearch/lib/sbmh.js";

@@ -1,8 +1,8 @@
 import { env } from "cloudflare:workers";
 import { beforeAll, describe, expect, it } from "vitest";
-import { readConfig, type Config } from "../../src/config";
-import { attachmentDisposition, downloadLocation } from "../../src/storage/download-location";
-import { verifyDownloadUrl } from "../../src/storage/signed-url";
+import { readConfig, type Config } from "../../src/worker/config";
+import { attachmentDisposition, downloadLocation } from "../../src/worker/storage/download-location";
+import { verifyDownloadUrl } from "../../src/worker/storage/signed-url";
 import { ORIGIN } from "../support/http";
 
 let key: CryptoKey;

@@ -5,7 +5,7 @@ import {
   type FilePart,
   type MultipartFailure,
   type MultipartSpec,
-} from "../../src/storage/multipart";
+} from "../../src/worker/storage/multipart";
 import { BOUNDARY, bytesOf, multipartBody, type RawPart } from "../support/catalog";
 
 const SPEC: MultipartSpec = {

@@ -1,7 +1,7 @@
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
-import { openObjectStream } from "../../src/storage/object-stream";
-import { randomToken } from "../../src/util/crypto";
+import { openObjectStream } from "../../src/worker/storage/object-stream";
+import { randomToken } from "../../src/worker/util/crypto";
 
 async function collect(stream: ReadableStream<Uint8Array>): Promise<{ bytes: Uint8Array; chunks: number[] }> {
   const chunks: Uint8Array[] = [];

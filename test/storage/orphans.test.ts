@@ -1,7 +1,7 @@
 import { env } from "cloudflare:workers";
 import { beforeEach, describe, expect, it } from "vitest";
-import { storeEmptier } from "../../src/query/store/store-state";
-import { deleteOrphanNow, markOrphan, sweepOrphans } from "../../src/storage/orphans";
+import { storeEmptier } from "../../src/worker/query/store/store-state";
+import { deleteOrphanNow, markOrphan, sweepOrphans } from "../../src/worker/storage/orphans";
 import { orphansUnder, uniqueName } from "../support/catalog";
 
 const NOW = "2026-11-22T12:00:00Z";

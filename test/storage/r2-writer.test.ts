@@ -1,6 +1,6 @@
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
-import { PART_SIZE, R2StreamWriter } from "../../src/storage/r2-writer";
+import { PART_SIZE, R2StreamWriter } from "../../src/worker/storage/r2-writer";
 import { uniqueName } from "../support/catalog";
 
 /** The test bucket, counting the calls that show which way an object went up. */

@@ -1,5 +1,5 @@
 import { beforeAll, describe, expect, it } from "vitest";
-import { signDownloadUrl, verifyDownloadUrl, type DownloadGrant } from "../../src/storage/signed-url";
+import { signDownloadUrl, verifyDownloadUrl, type DownloadGrant } from "../../src/worker/storage/signed-url";
 
 const ORIGIN = "https://dqs.example.test";
 const NOW = 1_800_000_000;

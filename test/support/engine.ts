@@ -1,13 +1,13 @@
 import { env } from "cloudflare:workers";
-import { readQueryLimits, type QueryLimits } from "../../src/config";
-import type { StoredDataSchema } from "../../src/ingest/data-schema";
-import type { DataTypeName } from "../../src/ingest/value-types";
-import { buildColumnImages } from "../../src/query/engine/build-images";
-import { readStoredCsv } from "../../src/query/stored-csv";
-import { tableStoreStub } from "../../src/query/store/store-state";
-import { tableLayout } from "../../src/query/table-layout";
-import { randomToken } from "../../src/util/crypto";
-import { IMAGE_FORMAT, VALUES_PER_RECORD, type ColumnImages } from "../../src/query/engine/column-images";
+import { readQueryLimits, type QueryLimits } from "../../src/worker/config";
+import type { StoredDataSchema } from "../../src/worker/ingest/data-schema";
+import type { DataTypeName } from "../../src/worker/ingest/value-types";
+import { buildColumnImages } from "../../src/worker/query/engine/build-images";
+import { readStoredCsv } from "../../src/worker/query/stored-csv";
+import { tableStoreStub } from "../../src/worker/query/store/store-state";
+import { tableLayout } from "../../src/worker/query/table-layout";
+import { randomToken } from "../../src/worker/util/crypto";
+import { IMAGE_FORMAT, VALUES_PER_RECORD, type ColumnImages } from "../../src/worker/query/engine/column-images";
 import {
   runQuery,
   type EngineOutcome,
@@ -15,8 +15,8 @@ import {
   type QuerySource,
   type ResultTarget,
   type RunControl,
-} from "../../src/query/engine/run-query";
-import type { StoreQuery, StoreQueryOutcome } from "../../src/query/store/table-store";
+} from "../../src/worker/query/engine/run-query";
+import type { StoreQuery, StoreQueryOutcome } from "../../src/worker/query/store/table-store";
 
 /** A data item held in memory: its columns (name and type) and its stored bytes. */
 export interface MemoryItem {

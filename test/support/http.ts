@@ -1,7 +1,7 @@
 import { createExecutionContext, waitOnExecutionContext } from "cloudflare:test";
 import { env, exports } from "cloudflare:workers";
 import { expect } from "vitest";
-import { createApp } from "../../src/http/app";
+import { createApp } from "../../src/worker/http/app";
 
 /** The origin the test configuration serves (PUBLIC_URL in test/vitest.config.ts). */
 export const ORIGIN = "http://dqs.test";

@@ -1,10 +1,10 @@
 import { createExecutionContext, createMessageBatch, getQueueResult, type QueueResult } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { expect, vi } from "vitest";
-import { consumeDeadQueries, consumeQueries, type WorkMessage } from "../../src/query/consumer";
-import type { PrepareMessage } from "../../src/query/prepare-item";
-import type { QueryRecord } from "../../src/query/query-record";
-import type { QueryState } from "../../src/query/query-state";
+import { consumeDeadQueries, consumeQueries, type WorkMessage } from "../../src/worker/query/consumer";
+import type { PrepareMessage } from "../../src/worker/query/prepare-item";
+import type { QueryRecord } from "../../src/worker/query/query-record";
+import type { QueryState } from "../../src/worker/query/query-state";
 import { createDataset, datasetId, followDownload, uploadOk } from "./catalog";
 import { call, readEnvelope, workerWith, type Fetch } from "./http";
 import { authHeader } from "./login";

@@ -1,7 +1,7 @@
 import { runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
-import { tableStoreStub } from "../../src/query/store/store-state";
-import type { TableStore } from "../../src/query/store/table-store";
+import { tableStoreStub } from "../../src/worker/query/store/store-state";
+import type { TableStore } from "../../src/worker/query/store/table-store";
 
 /** The tables a version's table store holds (none once emptied; its own `_cf_…` ones aside), by name, read inside it. */
 export async function storeTables(objectKey: string): Promise<string[]> {

@@ -2,7 +2,7 @@ import password from "@inquirer/password";
 import type { Command } from "commander";
 import open from "open";
 import { createInterface } from "node:readline";
-import { createPkce, DqsClient, NotLoggedInError, randomBase64url } from "../../client";
+import { createPkce, DqsClient, NotLoggedInError, randomBase64url } from "../../sdk";
 import { Context, UsageError } from "../context";
 import { details } from "../output";
 import { LoginFailedError, startLoopbackServer } from "../loopback";

@@ -6,7 +6,7 @@ import { readFile, rename, rm, stat } from "node:fs/promises";
 import { basename, dirname, join } from "node:path";
 import { Readable, Transform } from "node:stream";
 import { pipeline } from "node:stream/promises";
-import type { DataSchema, Download } from "../../client";
+import type { DataSchema, Download } from "../../sdk";
 import { Context, parseRef, UsageError } from "../context";
 import { bytes, details, table } from "../output";
 import { ByteProgress } from "../progress";

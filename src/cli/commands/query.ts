@@ -6,7 +6,7 @@ import { randomBytes } from "node:crypto";
 import { pipeline } from "node:stream/promises";
 import { Readable } from "node:stream";
 import ora from "ora";
-import type { DqsClient, QueryState, QueryStatus, Row } from "../../client";
+import type { DqsClient, QueryState, QueryStatus, Row } from "../../sdk";
 import { Context, UsageError } from "../context";
 import { bytes, details, json, oneLine, table, write } from "../output";
 import { nodeStream, saveDownload } from "./data";

@@ -1,15 +1,15 @@
 import { describe, expect, it } from "vitest";
-import type { DataTypeName } from "../../../src/ingest/value-types";
-import { buildColumnImages, type ImageBuildOutcome } from "../../../src/query/engine/build-images";
+import type { DataTypeName } from "../../../src/worker/ingest/value-types";
+import { buildColumnImages, type ImageBuildOutcome } from "../../../src/worker/query/engine/build-images";
 import {
   ColumnImageBuilder,
   estimateImageBytes,
   planPasses,
   VALUES_PER_RECORD,
-} from "../../../src/query/engine/column-images";
-import { TransientError } from "../../../src/query/run-limits";
-import { tableLayout } from "../../../src/query/table-layout";
-import { sqliteInstance } from "../../../src/query/sqlite";
+} from "../../../src/worker/query/engine/column-images";
+import { TransientError } from "../../../src/worker/query/run-limits";
+import { tableLayout } from "../../../src/worker/query/table-layout";
+import { sqliteInstance } from "../../../src/worker/query/sqlite";
 import { gzip } from "../../support/catalog";
 import { MemorySource, runEngine, storedSchema, type MemoryItem } from "../../support/engine";
 

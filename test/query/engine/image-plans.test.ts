@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
-import { buildColumnImages } from "../../../src/query/engine/build-images";
-import { sqliteInstance } from "../../../src/query/sqlite";
-import { tableLayout } from "../../../src/query/table-layout";
+import { buildColumnImages } from "../../../src/worker/query/engine/build-images";
+import { sqliteInstance } from "../../../src/worker/query/sqlite";
+import { tableLayout } from "../../../src/worker/query/table-layout";
 import { csvCell, runEngine, seededRandom, storedSchema, type MemoryItem } from "../../support/engine";
 
 // Column images are read through views. When SQLite's plan would build an

@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
-import { chooseEngine, type PlannedItem } from "../../../src/query/engine/plan";
-import type { TableStoreState } from "../../../src/query/store/store-state";
-import { tableLayout } from "../../../src/query/table-layout";
+import { chooseEngine, type PlannedItem } from "../../../src/worker/query/engine/plan";
+import type { TableStoreState } from "../../../src/worker/query/store/store-state";
+import { tableLayout } from "../../../src/worker/query/table-layout";
 import { storedSchema } from "../../support/engine";
 
 // The planner decides from catalog figures alone: which items have a table store, and in what state.

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
-import { TransientError } from "../../../src/query/run-limits";
-import { sqliteInstance } from "../../../src/query/sqlite";
+import { TransientError } from "../../../src/worker/query/run-limits";
+import { sqliteInstance } from "../../../src/worker/query/sqlite";
 import { gzip } from "../../support/catalog";
 import { MemoryControl, MemorySource, MemoryTarget, runEngine, type MemoryItem } from "../../support/engine";
 

@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
-import { MAX_VALUE_BYTES } from "../../../src/query/engine/run-query";
-import { sqliteInstance } from "../../../src/query/sqlite";
-import { guardStatements } from "../../../src/query/sqlite-guard";
+import { MAX_VALUE_BYTES } from "../../../src/worker/query/engine/run-query";
+import { sqliteInstance } from "../../../src/worker/query/sqlite";
+import { guardStatements } from "../../../src/worker/query/sqlite-guard";
 import { runEngine, type MemoryItem } from "../../support/engine";
 
 const NUMBERS: MemoryItem = {

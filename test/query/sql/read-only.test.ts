@@ -1,6 +1,6 @@
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { checkReadOnly, type ReadOnlyCheck } from "../../../src/query/sql/read-only";
-import { openDatabase, type Database } from "../../../src/query/sqlite";
+import { checkReadOnly, type ReadOnlyCheck } from "../../../src/worker/query/sql/read-only";
+import { openDatabase, type Database } from "../../../src/worker/query/sqlite";
 
 const ONLY_READ_ONLY = "Only read-only queries (SELECT, WITH … SELECT, VALUES) are allowed";
 

@@ -4,9 +4,9 @@ import {
   rewriteTableNames,
   type ColumnSelection,
   type DataItemReference,
-} from "../../../src/query/sql/table-names";
-import { tokenize, type Token } from "../../../src/query/sql/tokenizer";
-import { openDatabase } from "../../../src/query/sqlite";
+} from "../../../src/worker/query/sql/table-names";
+import { tokenize, type Token } from "../../../src/worker/query/sql/tokenizer";
+import { openDatabase } from "../../../src/worker/query/sqlite";
 
 function rewrite(sql: string): { sql: string; tables: DataItemReference[] } {
   const result = rewriteTableNames(sql);

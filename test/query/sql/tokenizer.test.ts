@@ -6,7 +6,7 @@ import {
   tokenize,
   type Token,
   type TokenKind,
-} from "../../../src/query/sql/tokenizer";
+} from "../../../src/worker/query/sql/tokenizer";
 
 function tokensOf(sql: string): Token[] {
   const result = tokenize(sql);

@@ -1,10 +1,10 @@
 import { env } from "cloudflare:workers";
 import { runInDurableObject } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
-import { tableStoreStub } from "../../../src/query/store/store-state";
-import type { StoreQuery, StoreSource, TableStore } from "../../../src/query/store/table-store";
-import { tableLayout } from "../../../src/query/table-layout";
-import { randomToken } from "../../../src/util/crypto";
+import { tableStoreStub } from "../../../src/worker/query/store/store-state";
+import type { StoreQuery, StoreSource, TableStore } from "../../../src/worker/query/store/table-store";
+import { tableLayout } from "../../../src/worker/query/table-layout";
+import { randomToken } from "../../../src/worker/util/crypto";
 import { limitsWith, MemorySource, runEngine, storedSchema, type MemoryItem } from "../../support/engine";
 import { storeTables } from "../../support/store";
 

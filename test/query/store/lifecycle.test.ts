@@ -1,12 +1,12 @@
 import { runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { afterEach, beforeAll, beforeEach, describe, expect, it, vi } from "vitest";
-import type { DataStorage } from "../../../src/client";
-import { prepareItem, requestMissingPreparation, type PrepareMessage } from "../../../src/query/prepare-item";
-import { storeEmptier, tableStoreStub } from "../../../src/query/store/store-state";
-import type { TableStore } from "../../../src/query/store/table-store";
-import { sweepOrphans } from "../../../src/storage/orphans";
-import { isoSeconds, nowSeconds } from "../../../src/util/time";
+import type { DataStorage } from "../../../src/sdk";
+import { prepareItem, requestMissingPreparation, type PrepareMessage } from "../../../src/worker/query/prepare-item";
+import { storeEmptier, tableStoreStub } from "../../../src/worker/query/store/store-state";
+import type { TableStore } from "../../../src/worker/query/store/table-store";
+import { sweepOrphans } from "../../../src/worker/storage/orphans";
+import { isoSeconds, nowSeconds } from "../../../src/worker/util/time";
 import {
   createDataset,
   dataItemRow,

@@ -1,12 +1,12 @@
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
-import { runQuery } from "../../../src/query/engine/run-query";
-import type { QueryLimits } from "../../../src/config";
-import { TransientError } from "../../../src/query/run-limits";
-import { tableStoreStub } from "../../../src/query/store/store-state";
-import type { StoreQuery, StoreQueryOutcome } from "../../../src/query/store/table-store";
-import { tableLayout } from "../../../src/query/table-layout";
-import { randomToken } from "../../../src/util/crypto";
+import { runQuery } from "../../../src/worker/query/engine/run-query";
+import type { QueryLimits } from "../../../src/worker/config";
+import { TransientError } from "../../../src/worker/query/run-limits";
+import { tableStoreStub } from "../../../src/worker/query/store/store-state";
+import type { StoreQuery, StoreQueryOutcome } from "../../../src/worker/query/store/table-store";
+import { tableLayout } from "../../../src/worker/query/table-layout";
+import { randomToken } from "../../../src/worker/util/crypto";
 import {
   limitsWith,
   MemoryControl,

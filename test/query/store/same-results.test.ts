@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
-import type { DataItemReference } from "../../../src/query/sql/table-names";
-import type { LoadableItem, QuerySource } from "../../../src/query/engine/run-query";
-import type { StoreQuery, StoreQueryOutcome } from "../../../src/query/store/table-store";
+import type { DataItemReference } from "../../../src/worker/query/sql/table-names";
+import type { LoadableItem, QuerySource } from "../../../src/worker/query/engine/run-query";
+import type { StoreQuery, StoreQueryOutcome } from "../../../src/worker/query/store/table-store";
 import { csvCell, MemorySource, runEngine, type MemoryItem } from "../../support/engine";
 
 // The same query, run by sql.js and by a table store, must give the same

@@ -1,4 +1,4 @@
-import { DqsClient, MemoryTokenStore, type FetchLike, type TokenSet, type TokenStore } from "../../src/client";
+import { DqsClient, MemoryTokenStore, type FetchLike, type TokenSet, type TokenStore } from "../../src/sdk";
 import { ORIGIN, worker } from "../support/http";
 import { login, type LoggedIn } from "../support/login";
 

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { convert, filenameOf, parseResultCsv, tokenSetFromWire } from "../../src/client";
+import { convert, filenameOf, parseResultCsv, tokenSetFromWire } from "../../src/sdk";
 
 describe("parseResultCsv", () => {
   it("should keep a row whose only field is NULL, and drop only the final line end", () => {

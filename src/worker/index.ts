@@ -7,7 +7,7 @@ export { UserQueries } from "./query/user-queries";
 
 const app = createApp();
 
-/** The API Worker: HTTP and the maintenance cron. Queries run in the engine Worker (src/engine.ts). */
+/** The API Worker: HTTP and the maintenance cron. Queries run in the engine Worker (src/worker/engine.ts). */
 export default {
   fetch: app.fetch,
   scheduled: (_controller, env, ctx) => ctx.waitUntil(runMaintenance(env)),

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { DqsApiError } from "../../src/client";
+import { DqsApiError } from "../../src/sdk";
 import { loggedInClient, recordingFetch } from "./support";
 
 const CSV = "id,name,amount,day\n1,ann,10.5,2024-01-02\n2,bob,3,2024-02-03\n";

@@ -1,5 +1,5 @@
 import { beforeAll, describe, expect, it } from "vitest";
-import { DqsApiError, DqsQueryError, type DqsClient, type QueryStatus } from "../../src/client";
+import { DqsApiError, DqsQueryError, type DqsClient, type QueryStatus } from "../../src/sdk";
 import { loggedInClient } from "./support";
 
 const CSV = 'id,name,amount,ok\n1,"Smith, J",10.5,true\n2,,3,false\n';

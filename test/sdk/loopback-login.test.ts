@@ -1,5 +1,5 @@
 import { afterEach, describe, expect, it, vi } from "vitest";
-import { createPkce, DqsClient, MemoryTokenStore, type Pkce } from "../../src/client";
+import { createPkce, DqsClient, MemoryTokenStore, type Pkce } from "../../src/sdk";
 import { call, ORIGIN, readEnvelope, worker } from "../support/http";
 import { acceptTerms, formFields, isTermsPage, login, signInAtProvider, visitCallback } from "../support/login";
 import { uniqueUser } from "./support";

@@ -1,7 +1,7 @@
 import type { components, paths } from "./openapi-types";
 
 // Names for the wire shapes of the service's own OpenAPI document
-// (src/client/openapi.json, generated into openapi-types.ts). Nothing here is
+// (src/sdk/openapi.json, generated into openapi-types.ts). Nothing here is
 // written by hand but the names.
 
 type Schemas = components["schemas"];

@@ -6,7 +6,7 @@ import {
   type FetchLike,
   type QueryState,
   type QueryStatus,
-} from "../../src/client";
+} from "../../src/sdk";
 
 /**
  * A scripted stand-in for the query endpoints: each status request answers

@@ -1,8 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { call } from "../support/http";
 
-const STALE =
-  "src/client/openapi.json is stale: run `npm run sdk:generate` (regenerates it and src/client/openapi-types.ts)";
+const STALE = "src/sdk/openapi.json is stale: run `npm run sdk:generate` (regenerates it and src/sdk/openapi-types.ts)";
 
 describe("the SDK's OpenAPI snapshot", () => {
   it("should equal the document the service serves, without the deployment's servers", async () => {
@@ -11,6 +10,6 @@ describe("the SDK's OpenAPI snapshot", () => {
     const { servers: _servers, ...document } = await response.json<Record<string, unknown>>();
 
     // `npm run sdk:generate` runs this test with --update, which rewrites the snapshot.
-    await expect(`${JSON.stringify(document, null, 2)}\n`).toMatchFileSnapshot("../../src/client/openapi.json", STALE);
+    await expect(`${JSON.stringify(document, null, 2)}\n`).toMatchFileSnapshot("../../src/sdk/openapi.json", STALE);
   });
 });

@@ -6,7 +6,7 @@ import {
   NotLoggedInError,
   type TokenSet,
   type TokenStore,
-} from "../../src/client";
+} from "../../src/sdk";
 import { call, ORIGIN } from "../support/http";
 import { authHeader, login } from "../support/login";
 import { loggedInClient, recordingFetch, tokenSet, uniqueUser } from "./support";
