@@ -4,1736 +4,1736 @@
  */
 
 export interface paths {
-  "/auth": {
-    parameters: {
-      query?: never;
-      header?: never;
-      path?: never;
-      cookie?: never;
+    "/auth": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Log in: redirects to the identity provider
+         * @description Starts an OpenID Connect authorization code login (PKCE S256, state, nonce). After the provider, the browser lands on /v1/auth/callback, which shows the tokens. A native client (the dqs command line) may instead name a loopback redirect_uri with a PKCE code_challenge (RFC 8252): the finished login then redirects there with a one-time code (and its state), which the client exchanges at POST /v1/auth/code.
+         */
+        get: {
+            parameters: {
+                query?: {
+                    /** @description Loopback address of a native client: http://127.0.0.1:PORT/path (or [::1], localhost) */
+                    redirect_uri?: string;
+                    /** @description PKCE S256 challenge of the native client's verifier (required with redirect_uri) */
+                    code_challenge?: string;
+                    /** @description S256 (the only method) */
+                    code_challenge_method?: string;
+                    /** @description Opaque value returned to the native client with the code */
+                    state?: string;
+                };
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Redirect to the authentication server */
+                302: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content?: never;
+                };
+                /** @description An invalid loopback redirect_uri or PKCE challenge */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["GeneralApiResponse"];
+                    };
+                };
+                /** @description The identity provider could not be reached or answered wrongly */
+                502: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["GeneralApiResponse"];
+                    };
+                };
+            };
+        };
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
     };
-    /**
-     * Log in: redirects to the identity provider
-     * @description Starts an OpenID Connect authorization code login (PKCE S256, state, nonce). After the provider, the browser lands on /v1/auth/callback, which shows the tokens. A native client (the dqs command line) may instead name a loopback redirect_uri with a PKCE code_challenge (RFC 8252): the finished login then redirects there with a one-time code (and its state), which the client exchanges at POST /v1/auth/code.
-     */
-    get: {
-      parameters: {
-        query?: {
-          /** @description Loopback address of a native client: http://127.0.0.1:PORT/path (or [::1], localhost) */
-          redirect_uri?: string;
-          /** @description PKCE S256 challenge of the native client's verifier (required with redirect_uri) */
-          code_challenge?: string;
-          /** @description S256 (the only method) */
-          code_challenge_method?: string;
-          /** @description Opaque value returned to the native client with the code */
-          state?: string;
+    "/auth/callback": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
         };
-        header?: never;
-        path?: never;
-        cookie?: never;
-      };
-      requestBody?: never;
-      responses: {
-        /** @description Redirect to the authentication server */
-        302: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content?: never;
+        /**
+         * Where the identity provider sends the browser back
+         * @description Verifies state, nonce and the ID token, creates the personal account on first login, asks for the current terms of service if needed, and shows the tokens (HTML, or the JwtResponse for Accept: application/json).
+         */
+        get: {
+            parameters: {
+                query?: {
+                    state?: string;
+                    code?: string;
+                    error?: string;
+                    error_description?: string;
+                };
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description The tokens */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["JwtResponse"];
+                        "text/html": string;
+                    };
+                };
+                /** @description A loopback login: redirect to the native client's redirect_uri with code and state */
+                302: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content?: never;
+                };
+                /** @description The login state is unknown, used, expired or from another browser */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["GeneralApiResponse"];
+                    };
+                };
+                /** @description The provider refused the login, or the terms of service must be accepted in a browser */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["GeneralApiResponse"];
+                    };
+                };
+                /** @description The identity provider could not be reached or answered wrongly */
+                502: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["GeneralApiResponse"];
+                    };
+                };
+            };
         };
-        /** @description An invalid loopback redirect_uri or PKCE challenge */
-        400: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            "application/json": components["schemas"]["GeneralApiResponse"];
-          };
-        };
-        /** @description The identity provider could not be reached or answered wrongly */
-        502: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            "application/json": components["schemas"]["GeneralApiResponse"];
-          };
-        };
-      };
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
     };
-    put?: never;
-    post?: never;
-    delete?: never;
-    options?: never;
-    head?: never;
-    patch?: never;
-    trace?: never;
-  };
-  "/auth/callback": {
-    parameters: {
-      query?: never;
-      header?: never;
-      path?: never;
-      cookie?: never;
+    "/auth/terms": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Accept the current terms of service during login */
+        post: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            requestBody: {
+                content: {
+                    "application/x-www-form-urlencoded": {
+                        state: string;
+                        /** @enum {string} */
+                        accept: "yes";
+                    };
+                };
+            };
+            responses: {
+                /** @description The tokens */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "text/html": string;
+                        "application/json": components["schemas"]["JwtResponse"];
+                    };
+                };
+                /** @description A loopback login: redirect to the native client's redirect_uri with code and state */
+                302: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content?: never;
+                };
+                /** @description The login is unknown, used, expired or from another browser */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["GeneralApiResponse"];
+                    };
+                };
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
     };
-    /**
-     * Where the identity provider sends the browser back
-     * @description Verifies state, nonce and the ID token, creates the personal account on first login, asks for the current terms of service if needed, and shows the tokens (HTML, or the JwtResponse for Accept: application/json).
-     */
-    get: {
-      parameters: {
-        query?: {
-          state?: string;
-          code?: string;
-          error?: string;
-          error_description?: string;
+    "/auth/code": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
         };
-        header?: never;
-        path?: never;
-        cookie?: never;
-      };
-      requestBody?: never;
-      responses: {
-        /** @description The tokens */
-        200: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            "application/json": components["schemas"]["JwtResponse"];
-            "text/html": string;
-          };
+        get?: never;
+        put?: never;
+        /**
+         * Exchange a loopback login's one-time code for tokens
+         * @description For native clients (RFC 8252): the code from the loopback redirect, the PKCE verifier and the same redirect_uri yield the tokens of a new session. A code works once, within two minutes.
+         */
+        post: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            requestBody: {
+                content: {
+                    "application/json": components["schemas"]["LoginCodeRequest"];
+                };
+            };
+            responses: {
+                /** @description The tokens, and the account they act for */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["LoginCodeResponse"];
+                    };
+                };
+                /** @description The body is not JSON or lacks a field */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["GeneralApiResponse"];
+                    };
+                };
+                /** @description The code is unknown, spent or expired, or the verifier or redirect_uri does not match */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["GeneralApiResponse"];
+                    };
+                };
+            };
         };
-        /** @description A loopback login: redirect to the native client's redirect_uri with code and state */
-        302: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content?: never;
-        };
-        /** @description The login state is unknown, used, expired or from another browser */
-        400: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            "application/json": components["schemas"]["GeneralApiResponse"];
-          };
-        };
-        /** @description The provider refused the login, or the terms of service must be accepted in a browser */
-        401: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            "application/json": components["schemas"]["GeneralApiResponse"];
-          };
-        };
-        /** @description The identity provider could not be reached or answered wrongly */
-        502: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            "application/json": components["schemas"]["GeneralApiResponse"];
-          };
-        };
-      };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
     };
-    put?: never;
-    post?: never;
-    delete?: never;
-    options?: never;
-    head?: never;
-    patch?: never;
-    trace?: never;
-  };
-  "/auth/terms": {
-    parameters: {
-      query?: never;
-      header?: never;
-      path?: never;
-      cookie?: never;
+    "/auth/token": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Renew tokens with a refresh token
+         * @description Spends the refresh token and returns a new access token and a new refresh token. A refresh token works once; presenting a spent one revokes its whole session.
+         */
+        post: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            requestBody: {
+                content: {
+                    "application/json": components["schemas"]["RefreshTokenRequest"];
+                };
+            };
+            responses: {
+                /** @description New tokens */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["JwtResponse"];
+                    };
+                };
+                /** @description The body is not JSON or has no RefreshToken */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["GeneralApiResponse"];
+                    };
+                };
+                /** @description The refresh token is invalidated, or the current terms of service are not accepted */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["GeneralApiResponse"];
+                    };
+                };
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
     };
-    get?: never;
-    put?: never;
-    /** Accept the current terms of service during login */
-    post: {
-      parameters: {
-        query?: never;
-        header?: never;
-        path?: never;
-        cookie?: never;
-      };
-      requestBody: {
-        content: {
-          "application/x-www-form-urlencoded": {
-            state: string;
-            /** @enum {string} */
-            accept: "yes";
-          };
+    "/auth/logout": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
         };
-      };
-      responses: {
-        /** @description The tokens */
-        200: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            "text/html": string;
-            "application/json": components["schemas"]["JwtResponse"];
-          };
+        get?: never;
+        put?: never;
+        /**
+         * Revoke the caller's session
+         * @description Ends the session of the access token: its refresh tokens and access tokens stop working.
+         */
+        post: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description The session is revoked */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["GeneralApiResponse"];
+                    };
+                };
+                /** @description Missing or invalid access token */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["GeneralApiResponse"];
+                    };
+                };
+            };
         };
-        /** @description A loopback login: redirect to the native client's redirect_uri with code and state */
-        302: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content?: never;
-        };
-        /** @description The login is unknown, used, expired or from another browser */
-        400: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            "application/json": components["schemas"]["GeneralApiResponse"];
-          };
-        };
-      };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
     };
-    delete?: never;
-    options?: never;
-    head?: never;
-    patch?: never;
-    trace?: never;
-  };
-  "/auth/code": {
-    parameters: {
-      query?: never;
-      header?: never;
-      path?: never;
-      cookie?: never;
+    "/me/datasets": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** List the caller's own datasets */
+        get: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description The datasets owned by the caller, by name */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["DatasetListResponse"];
+                    };
+                };
+                /** @description Missing or invalid access token */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["GeneralApiResponse"];
+                    };
+                };
+            };
+        };
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
     };
-    get?: never;
-    put?: never;
-    /**
-     * Exchange a loopback login's one-time code for tokens
-     * @description For native clients (RFC 8252): the code from the loopback redirect, the PKCE verifier and the same redirect_uri yield the tokens of a new session. A code works once, within two minutes.
-     */
-    post: {
-      parameters: {
-        query?: never;
-        header?: never;
-        path?: never;
-        cookie?: never;
-      };
-      requestBody: {
-        content: {
-          "application/json": components["schemas"]["LoginCodeRequest"];
+    "/account/{AccountName}/datasets": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
         };
-      };
-      responses: {
-        /** @description The tokens, and the account they act for */
-        200: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            "application/json": components["schemas"]["LoginCodeResponse"];
-          };
+        /**
+         * List a named account's datasets that the caller may see
+         * @description Public datasets, datasets the caller holds a grant on, and all of them for the owner. An unknown account has no datasets to show.
+         */
+        get: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    AccountName: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description The account's datasets visible to the caller, by name */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["DatasetListResponse"];
+                    };
+                };
+                /** @description Missing or invalid access token */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["GeneralApiResponse"];
+                    };
+                };
+                /** @description The account name breaks the naming rules */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["GeneralApiResponse"];
+                    };
+                };
+            };
         };
-        /** @description The body is not JSON or lacks a field */
-        400: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            "application/json": components["schemas"]["GeneralApiResponse"];
-          };
-        };
-        /** @description The code is unknown, spent or expired, or the verifier or redirect_uri does not match */
-        401: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            "application/json": components["schemas"]["GeneralApiResponse"];
-          };
-        };
-      };
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
     };
-    delete?: never;
-    options?: never;
-    head?: never;
-    patch?: never;
-    trace?: never;
-  };
-  "/auth/token": {
-    parameters: {
-      query?: never;
-      header?: never;
-      path?: never;
-      cookie?: never;
+    "/dataset/{AccountName}/{DatasetName}/data": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** List the data items of a dataset */
+        get: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    AccountName: string;
+                    DatasetName: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description The dataset's data items, by name */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["DataListResponse"];
+                    };
+                };
+                /** @description Missing or invalid access token */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["GeneralApiResponse"];
+                    };
+                };
+                /** @description Dataset does not exist or caller may not see it */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["GeneralApiResponse"];
+                    };
+                };
+            };
+        };
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
     };
-    get?: never;
-    put?: never;
-    /**
-     * Renew tokens with a refresh token
-     * @description Spends the refresh token and returns a new access token and a new refresh token. A refresh token works once; presenting a spent one revokes its whole session.
-     */
-    post: {
-      parameters: {
-        query?: never;
-        header?: never;
-        path?: never;
-        cookie?: never;
-      };
-      requestBody: {
-        content: {
-          "application/json": components["schemas"]["RefreshTokenRequest"];
+    "/dataset/{AccountName}/{DatasetName}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
         };
-      };
-      responses: {
-        /** @description New tokens */
-        200: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            "application/json": components["schemas"]["JwtResponse"];
-          };
+        get?: never;
+        /** Create a dataset (idempotent for the owner), or change its visibility or description */
+        put: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    AccountName: string;
+                    DatasetName: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: {
+                content: {
+                    "application/json": components["schemas"]["DatasetSettings"];
+                };
+            };
+            responses: {
+                /** @description The dataset existed; the given settings are applied */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["GeneralApiResponse"];
+                    };
+                };
+                /** @description The dataset was created */
+                201: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["GeneralApiResponse"];
+                    };
+                };
+                /** @description Invalid name, malformed JSON, or invalid settings */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["GeneralApiResponse"];
+                    };
+                };
+                /** @description Missing or invalid access token */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["GeneralApiResponse"];
+                    };
+                };
+                /** @description The caller may not create datasets under that account */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["GeneralApiResponse"];
+                    };
+                };
+            };
         };
-        /** @description The body is not JSON or has no RefreshToken */
-        400: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            "application/json": components["schemas"]["GeneralApiResponse"];
-          };
+        post?: never;
+        /** Delete a dataset with all its data */
+        delete: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    AccountName: string;
+                    DatasetName: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description The dataset and its data are deleted */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["GeneralApiResponse"];
+                    };
+                };
+                /** @description Missing or invalid access token */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["GeneralApiResponse"];
+                    };
+                };
+                /** @description Dataset does not exist or caller does not own it */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["GeneralApiResponse"];
+                    };
+                };
+            };
         };
-        /** @description The refresh token is invalidated, or the current terms of service are not accepted */
-        401: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            "application/json": components["schemas"]["GeneralApiResponse"];
-          };
-        };
-      };
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
     };
-    delete?: never;
-    options?: never;
-    head?: never;
-    patch?: never;
-    trace?: never;
-  };
-  "/auth/logout": {
-    parameters: {
-      query?: never;
-      header?: never;
-      path?: never;
-      cookie?: never;
+    "/dataset/{AccountName}/{DatasetName}/grants/{Grantee}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        /** Give another account read or write access to a dataset */
+        put: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    AccountName: string;
+                    DatasetName: string;
+                    Grantee: string;
+                };
+                cookie?: never;
+            };
+            requestBody: {
+                content: {
+                    "application/json": components["schemas"]["GrantRequest"];
+                };
+            };
+            responses: {
+                /** @description The grant is in place */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["GeneralApiResponse"];
+                    };
+                };
+                /** @description Invalid permission, or a grant to the owner */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["GeneralApiResponse"];
+                    };
+                };
+                /** @description Missing or invalid access token */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["GeneralApiResponse"];
+                    };
+                };
+                /** @description Dataset or grantee account does not exist, or caller does not own the dataset */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["GeneralApiResponse"];
+                    };
+                };
+            };
+        };
+        post?: never;
+        /** Take back an account's access to a dataset */
+        delete: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    AccountName: string;
+                    DatasetName: string;
+                    Grantee: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description The grant is gone */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["GeneralApiResponse"];
+                    };
+                };
+                /** @description Missing or invalid access token */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["GeneralApiResponse"];
+                    };
+                };
+                /** @description Dataset or grant does not exist, or caller does not own the dataset */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["GeneralApiResponse"];
+                    };
+                };
+            };
+        };
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
     };
-    get?: never;
-    put?: never;
-    /**
-     * Revoke the caller's session
-     * @description Ends the session of the access token: its refresh tokens and access tokens stop working.
-     */
-    post: {
-      parameters: {
-        query?: never;
-        header?: never;
-        path?: never;
-        cookie?: never;
-      };
-      requestBody?: never;
-      responses: {
-        /** @description The session is revoked */
-        200: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            "application/json": components["schemas"]["GeneralApiResponse"];
-          };
+    "/data/{AccountName}/{DatasetName}/{DataName}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
         };
-        /** @description Missing or invalid access token */
-        401: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            "application/json": components["schemas"]["GeneralApiResponse"];
-          };
+        get?: never;
+        put?: never;
+        /**
+         * Upload a CSV file (optionally gzipped) as a data item
+         * @description Parts, in this order: Schema (optional, JSON of DataSchema), ForceGenerateTableDefinition (optional, true/false), Data (the file, exactly one). Without a TableDefinition, or with ForceGenerateTableDefinition=true, the table definition is generated from the file; otherwise every row is checked against it. Replacing an existing data item is atomic.
+         */
+        post: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    AccountName: string;
+                    DatasetName: string;
+                    DataName: string;
+                };
+                cookie?: never;
+            };
+            requestBody: {
+                content: {
+                    "multipart/form-data": components["schemas"]["DataUploadRequest"];
+                };
+            };
+            responses: {
+                /** @description The file is registered */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["GeneralApiResponse"];
+                    };
+                };
+                /** @description Multiple files received, a missing or malformed part, or a file that breaks its schema */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["GeneralApiResponse"];
+                    };
+                };
+                /** @description Missing or invalid access token */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["GeneralApiResponse"];
+                    };
+                };
+                /** @description Dataset does not exist or caller is not eligible to upload */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["GeneralApiResponse"];
+                    };
+                };
+                /** @description The file is larger than the upload limit */
+                413: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["GeneralApiResponse"];
+                    };
+                };
+                /** @description The body is not multipart/form-data */
+                415: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["GeneralApiResponse"];
+                    };
+                };
+            };
         };
-      };
+        /** Delete a data item */
+        delete: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    AccountName: string;
+                    DatasetName: string;
+                    DataName: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description The data item is deleted */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["GeneralApiResponse"];
+                    };
+                };
+                /** @description Missing or invalid access token */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["GeneralApiResponse"];
+                    };
+                };
+                /** @description Data does not exist or caller may not write to the dataset */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["GeneralApiResponse"];
+                    };
+                };
+            };
+        };
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
     };
-    delete?: never;
-    options?: never;
-    head?: never;
-    patch?: never;
-    trace?: never;
-  };
-  "/me/datasets": {
-    parameters: {
-      query?: never;
-      header?: never;
-      path?: never;
-      cookie?: never;
+    "/data/{AccountName}/{DatasetName}/{DataName}/rawdata": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Download the raw uploaded file
+         * @description Redirects to a short-lived signed URL that needs no token. The bytes are exactly those uploaded (a gzipped upload stays gzipped).
+         */
+        get: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    AccountName: string;
+                    DatasetName: string;
+                    DataName: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Redirect to the download URL */
+                302: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content?: never;
+                };
+                /** @description Missing or invalid access token */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["GeneralApiResponse"];
+                    };
+                };
+                /** @description Data does not exist or caller may not download it */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["GeneralApiResponse"];
+                    };
+                };
+            };
+        };
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
     };
-    /** List the caller's own datasets */
-    get: {
-      parameters: {
-        query?: never;
-        header?: never;
-        path?: never;
-        cookie?: never;
-      };
-      requestBody?: never;
-      responses: {
-        /** @description The datasets owned by the caller, by name */
-        200: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            "application/json": components["schemas"]["DatasetListResponse"];
-          };
+    "/data/{AccountName}/{DatasetName}/{DataName}/metadata/schema": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
         };
-        /** @description Missing or invalid access token */
-        401: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            "application/json": components["schemas"]["GeneralApiResponse"];
-          };
+        /**
+         * The data item's schema
+         * @description The stored DataSchema as a JSON string (PascalCase keys), with the TableDefinition (given or generated) and the detected DeliveryType.
+         */
+        get: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    AccountName: string;
+                    DatasetName: string;
+                    DataName: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description The schema */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["DataSchemaResponse"];
+                    };
+                };
+                /** @description Missing or invalid access token */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["GeneralApiResponse"];
+                    };
+                };
+                /** @description Data does not exist or caller may not see it */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["GeneralApiResponse"];
+                    };
+                };
+            };
         };
-      };
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
     };
-    put?: never;
-    post?: never;
-    delete?: never;
-    options?: never;
-    head?: never;
-    patch?: never;
-    trace?: never;
-  };
-  "/account/{AccountName}/datasets": {
-    parameters: {
-      query?: never;
-      header?: never;
-      path?: never;
-      cookie?: never;
+    "/data/{AccountName}/{DatasetName}/{DataName}/metadata/storage": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * How the data item is stored
+         * @description The current version, its size and rows, and whether its query-ready column images are built yet (they are built in the background after each upload; until then queries read the CSV, which gives the same answers more slowly).
+         */
+        get: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    AccountName: string;
+                    DatasetName: string;
+                    DataName: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description How the data item is stored */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["DataStorageResponse"];
+                    };
+                };
+                /** @description Missing or invalid access token */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["GeneralApiResponse"];
+                    };
+                };
+                /** @description Data does not exist or caller may not see it */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["GeneralApiResponse"];
+                    };
+                };
+            };
+        };
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
     };
-    /**
-     * List a named account's datasets that the caller may see
-     * @description Public datasets, datasets the caller holds a grant on, and all of them for the owner. An unknown account has no datasets to show.
-     */
-    get: {
-      parameters: {
-        query?: never;
-        header?: never;
-        path: {
-          AccountName: string;
+    "/query": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
         };
-        cookie?: never;
-      };
-      requestBody?: never;
-      responses: {
-        /** @description The account's datasets visible to the caller, by name */
-        200: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            "application/json": components["schemas"]["DatasetListResponse"];
-          };
+        get?: never;
+        put?: never;
+        /**
+         * Submit an SQL query; it runs asynchronously
+         * @description SQLite's dialect, one read-only statement (SELECT, WITH … SELECT, VALUES). Name a data item as AccountName.DatasetName.DataName (parts bare, "quoted" or `quoted`, or the whole name in backticks). Only a malformed request is refused here; anything wrong with the SQL itself makes the query end failed with a message. Headers: Idempotency-Key (a retried submit returns the same QueryId) and Prefer: wait=N (N ≤ 30: hold the response until the query ends or N seconds pass).
+         */
+        post: {
+            parameters: {
+                query?: never;
+                header?: {
+                    "idempotency-key"?: string;
+                    prefer?: string;
+                };
+                path?: never;
+                cookie?: never;
+            };
+            requestBody: {
+                content: {
+                    "application/json": components["schemas"]["SqlRequest"];
+                };
+            };
+            responses: {
+                /** @description The query is queued (or, with Prefer: wait, has ended or is still going) */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["QueryResponse"];
+                    };
+                };
+                /** @description No JSON body, no Sql string, empty or over-long text, or an Idempotency-Key reused with other SQL */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["GeneralApiResponse"];
+                    };
+                };
+                /** @description Missing or invalid access token */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["GeneralApiResponse"];
+                    };
+                };
+                /** @description Too many of your queries are waiting (QUERY_MAX_QUEUED_PER_USER), or too many requests; see Retry-After */
+                429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["GeneralApiResponse"];
+                    };
+                };
+                /** @description The query could not be queued */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["GeneralApiResponse"];
+                    };
+                };
+            };
         };
-        /** @description Missing or invalid access token */
-        401: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            "application/json": components["schemas"]["GeneralApiResponse"];
-          };
-        };
-        /** @description The account name breaks the naming rules */
-        404: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            "application/json": components["schemas"]["GeneralApiResponse"];
-          };
-        };
-      };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
     };
-    put?: never;
-    post?: never;
-    delete?: never;
-    options?: never;
-    head?: never;
-    patch?: never;
-    trace?: never;
-  };
-  "/dataset/{AccountName}/{DatasetName}/data": {
-    parameters: {
-      query?: never;
-      header?: never;
-      path?: never;
-      cookie?: never;
+    "/query/{QueryId}/status": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The query's state, message, result size and timings */
+        get: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    QueryId: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description The status */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["QueryStatusResponse"];
+                    };
+                };
+                /** @description Missing or invalid access token */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["GeneralApiResponse"];
+                    };
+                };
+                /** @description Query does not exist or is not the caller's */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["GeneralApiResponse"];
+                    };
+                };
+            };
+        };
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
     };
-    /** List the data items of a dataset */
-    get: {
-      parameters: {
-        query?: never;
-        header?: never;
-        path: {
-          AccountName: string;
-          DatasetName: string;
+    "/query/{QueryId}/results/rawdata": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
         };
-        cookie?: never;
-      };
-      requestBody?: never;
-      responses: {
-        /** @description The dataset's data items, by name */
-        200: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            "application/json": components["schemas"]["DataListResponse"];
-          };
+        /**
+         * Download the result (CSV)
+         * @description Redirects to a short-lived signed URL of the result CSV (header row, UTF-8, \n line ends, RFC 4180 quoting, NULL as an empty field).
+         */
+        get: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    QueryId: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Redirect to the download URL of the result */
+                302: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content?: never;
+                };
+                /** @description The query is still running, or it failed or was cancelled (the message says which and why) */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["GeneralApiResponse"];
+                    };
+                };
+                /** @description Missing or invalid access token */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["GeneralApiResponse"];
+                    };
+                };
+                /** @description Query does not exist or is not the caller's */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["GeneralApiResponse"];
+                    };
+                };
+                /** @description The result has expired and was deleted */
+                410: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["GeneralApiResponse"];
+                    };
+                };
+            };
         };
-        /** @description Missing or invalid access token */
-        401: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            "application/json": components["schemas"]["GeneralApiResponse"];
-          };
-        };
-        /** @description Dataset does not exist or caller may not see it */
-        404: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            "application/json": components["schemas"]["GeneralApiResponse"];
-          };
-        };
-      };
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
     };
-    put?: never;
-    post?: never;
-    delete?: never;
-    options?: never;
-    head?: never;
-    patch?: never;
-    trace?: never;
-  };
-  "/dataset/{AccountName}/{DatasetName}": {
-    parameters: {
-      query?: never;
-      header?: never;
-      path?: never;
-      cookie?: never;
+    "/query/{QueryId}/results/metadata/schema": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The result's schema
+         * @description The result's DataSchema (column names and types as the engine reports them); 404 until the query has succeeded.
+         */
+        get: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    QueryId: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description The result schema */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["DataSchemaResponse"];
+                    };
+                };
+                /** @description Missing or invalid access token */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["GeneralApiResponse"];
+                    };
+                };
+                /** @description No such query of the caller's, or no result yet */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["GeneralApiResponse"];
+                    };
+                };
+            };
+        };
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
     };
-    get?: never;
-    /** Create a dataset (idempotent for the owner), or change its visibility or description */
-    put: {
-      parameters: {
-        query?: never;
-        header?: never;
-        path: {
-          AccountName: string;
-          DatasetName: string;
+    "/query/{QueryId}/cancel": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
         };
-        cookie?: never;
-      };
-      requestBody?: {
-        content: {
-          "application/json": components["schemas"]["DatasetSettings"];
+        get?: never;
+        put?: never;
+        /** Cancel a queued or running query */
+        post: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    QueryId: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description The query is cancelled */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["QueryStatusResponse"];
+                    };
+                };
+                /** @description The query has already ended */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["GeneralApiResponse"];
+                    };
+                };
+                /** @description Missing or invalid access token */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["GeneralApiResponse"];
+                    };
+                };
+                /** @description Query does not exist or is not the caller's */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["GeneralApiResponse"];
+                    };
+                };
+            };
         };
-      };
-      responses: {
-        /** @description The dataset existed; the given settings are applied */
-        200: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            "application/json": components["schemas"]["GeneralApiResponse"];
-          };
-        };
-        /** @description The dataset was created */
-        201: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            "application/json": components["schemas"]["GeneralApiResponse"];
-          };
-        };
-        /** @description Invalid name, malformed JSON, or invalid settings */
-        400: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            "application/json": components["schemas"]["GeneralApiResponse"];
-          };
-        };
-        /** @description Missing or invalid access token */
-        401: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            "application/json": components["schemas"]["GeneralApiResponse"];
-          };
-        };
-        /** @description The caller may not create datasets under that account */
-        404: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            "application/json": components["schemas"]["GeneralApiResponse"];
-          };
-        };
-      };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
     };
-    post?: never;
-    /** Delete a dataset with all its data */
-    delete: {
-      parameters: {
-        query?: never;
-        header?: never;
-        path: {
-          AccountName: string;
-          DatasetName: string;
+    "/me/queries": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
         };
-        cookie?: never;
-      };
-      requestBody?: never;
-      responses: {
-        /** @description The dataset and its data are deleted */
-        200: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            "application/json": components["schemas"]["GeneralApiResponse"];
-          };
+        /** The caller's queries, newest first */
+        get: {
+            parameters: {
+                query?: {
+                    /** @description Page size, 1-100 */
+                    limit?: number;
+                    /** @description NextCursor of the previous page */
+                    cursor?: string;
+                };
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description One page of the caller's queries */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["QueryListResponse"];
+                    };
+                };
+                /** @description Invalid limit or cursor */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["GeneralApiResponse"];
+                    };
+                };
+                /** @description Missing or invalid access token */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["GeneralApiResponse"];
+                    };
+                };
+            };
         };
-        /** @description Missing or invalid access token */
-        401: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            "application/json": components["schemas"]["GeneralApiResponse"];
-          };
-        };
-        /** @description Dataset does not exist or caller does not own it */
-        404: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            "application/json": components["schemas"]["GeneralApiResponse"];
-          };
-        };
-      };
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
     };
-    options?: never;
-    head?: never;
-    patch?: never;
-    trace?: never;
-  };
-  "/dataset/{AccountName}/{DatasetName}/grants/{Grantee}": {
-    parameters: {
-      query?: never;
-      header?: never;
-      path?: never;
-      cookie?: never;
-    };
-    get?: never;
-    /** Give another account read or write access to a dataset */
-    put: {
-      parameters: {
-        query?: never;
-        header?: never;
-        path: {
-          AccountName: string;
-          DatasetName: string;
-          Grantee: string;
-        };
-        cookie?: never;
-      };
-      requestBody: {
-        content: {
-          "application/json": components["schemas"]["GrantRequest"];
-        };
-      };
-      responses: {
-        /** @description The grant is in place */
-        200: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            "application/json": components["schemas"]["GeneralApiResponse"];
-          };
-        };
-        /** @description Invalid permission, or a grant to the owner */
-        400: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            "application/json": components["schemas"]["GeneralApiResponse"];
-          };
-        };
-        /** @description Missing or invalid access token */
-        401: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            "application/json": components["schemas"]["GeneralApiResponse"];
-          };
-        };
-        /** @description Dataset or grantee account does not exist, or caller does not own the dataset */
-        404: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            "application/json": components["schemas"]["GeneralApiResponse"];
-          };
-        };
-      };
-    };
-    post?: never;
-    /** Take back an account's access to a dataset */
-    delete: {
-      parameters: {
-        query?: never;
-        header?: never;
-        path: {
-          AccountName: string;
-          DatasetName: string;
-          Grantee: string;
-        };
-        cookie?: never;
-      };
-      requestBody?: never;
-      responses: {
-        /** @description The grant is gone */
-        200: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            "application/json": components["schemas"]["GeneralApiResponse"];
-          };
-        };
-        /** @description Missing or invalid access token */
-        401: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            "application/json": components["schemas"]["GeneralApiResponse"];
-          };
-        };
-        /** @description Dataset or grant does not exist, or caller does not own the dataset */
-        404: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            "application/json": components["schemas"]["GeneralApiResponse"];
-          };
-        };
-      };
-    };
-    options?: never;
-    head?: never;
-    patch?: never;
-    trace?: never;
-  };
-  "/data/{AccountName}/{DatasetName}/{DataName}": {
-    parameters: {
-      query?: never;
-      header?: never;
-      path?: never;
-      cookie?: never;
-    };
-    get?: never;
-    put?: never;
-    /**
-     * Upload a CSV file (optionally gzipped) as a data item
-     * @description Parts, in this order: Schema (optional, JSON of DataSchema), ForceGenerateTableDefinition (optional, true/false), Data (the file, exactly one). Without a TableDefinition, or with ForceGenerateTableDefinition=true, the table definition is generated from the file; otherwise every row is checked against it. Replacing an existing data item is atomic.
-     */
-    post: {
-      parameters: {
-        query?: never;
-        header?: never;
-        path: {
-          AccountName: string;
-          DatasetName: string;
-          DataName: string;
-        };
-        cookie?: never;
-      };
-      requestBody: {
-        content: {
-          "multipart/form-data": components["schemas"]["DataUploadRequest"];
-        };
-      };
-      responses: {
-        /** @description The file is registered */
-        200: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            "application/json": components["schemas"]["GeneralApiResponse"];
-          };
-        };
-        /** @description Multiple files received, a missing or malformed part, or a file that breaks its schema */
-        400: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            "application/json": components["schemas"]["GeneralApiResponse"];
-          };
-        };
-        /** @description Missing or invalid access token */
-        401: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            "application/json": components["schemas"]["GeneralApiResponse"];
-          };
-        };
-        /** @description Dataset does not exist or caller is not eligible to upload */
-        404: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            "application/json": components["schemas"]["GeneralApiResponse"];
-          };
-        };
-        /** @description The file is larger than the upload limit */
-        413: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            "application/json": components["schemas"]["GeneralApiResponse"];
-          };
-        };
-        /** @description The body is not multipart/form-data */
-        415: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            "application/json": components["schemas"]["GeneralApiResponse"];
-          };
-        };
-      };
-    };
-    /** Delete a data item */
-    delete: {
-      parameters: {
-        query?: never;
-        header?: never;
-        path: {
-          AccountName: string;
-          DatasetName: string;
-          DataName: string;
-        };
-        cookie?: never;
-      };
-      requestBody?: never;
-      responses: {
-        /** @description The data item is deleted */
-        200: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            "application/json": components["schemas"]["GeneralApiResponse"];
-          };
-        };
-        /** @description Missing or invalid access token */
-        401: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            "application/json": components["schemas"]["GeneralApiResponse"];
-          };
-        };
-        /** @description Data does not exist or caller may not write to the dataset */
-        404: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            "application/json": components["schemas"]["GeneralApiResponse"];
-          };
-        };
-      };
-    };
-    options?: never;
-    head?: never;
-    patch?: never;
-    trace?: never;
-  };
-  "/data/{AccountName}/{DatasetName}/{DataName}/rawdata": {
-    parameters: {
-      query?: never;
-      header?: never;
-      path?: never;
-      cookie?: never;
-    };
-    /**
-     * Download the raw uploaded file
-     * @description Redirects to a short-lived signed URL that needs no token. The bytes are exactly those uploaded (a gzipped upload stays gzipped).
-     */
-    get: {
-      parameters: {
-        query?: never;
-        header?: never;
-        path: {
-          AccountName: string;
-          DatasetName: string;
-          DataName: string;
-        };
-        cookie?: never;
-      };
-      requestBody?: never;
-      responses: {
-        /** @description Redirect to the download URL */
-        302: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content?: never;
-        };
-        /** @description Missing or invalid access token */
-        401: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            "application/json": components["schemas"]["GeneralApiResponse"];
-          };
-        };
-        /** @description Data does not exist or caller may not download it */
-        404: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            "application/json": components["schemas"]["GeneralApiResponse"];
-          };
-        };
-      };
-    };
-    put?: never;
-    post?: never;
-    delete?: never;
-    options?: never;
-    head?: never;
-    patch?: never;
-    trace?: never;
-  };
-  "/data/{AccountName}/{DatasetName}/{DataName}/metadata/schema": {
-    parameters: {
-      query?: never;
-      header?: never;
-      path?: never;
-      cookie?: never;
-    };
-    /**
-     * The data item's schema
-     * @description The stored DataSchema as a JSON string (PascalCase keys), with the TableDefinition (given or generated) and the detected DeliveryType.
-     */
-    get: {
-      parameters: {
-        query?: never;
-        header?: never;
-        path: {
-          AccountName: string;
-          DatasetName: string;
-          DataName: string;
-        };
-        cookie?: never;
-      };
-      requestBody?: never;
-      responses: {
-        /** @description The schema */
-        200: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            "application/json": components["schemas"]["DataSchemaResponse"];
-          };
-        };
-        /** @description Missing or invalid access token */
-        401: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            "application/json": components["schemas"]["GeneralApiResponse"];
-          };
-        };
-        /** @description Data does not exist or caller may not see it */
-        404: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            "application/json": components["schemas"]["GeneralApiResponse"];
-          };
-        };
-      };
-    };
-    put?: never;
-    post?: never;
-    delete?: never;
-    options?: never;
-    head?: never;
-    patch?: never;
-    trace?: never;
-  };
-  "/data/{AccountName}/{DatasetName}/{DataName}/metadata/storage": {
-    parameters: {
-      query?: never;
-      header?: never;
-      path?: never;
-      cookie?: never;
-    };
-    /**
-     * How the data item is stored
-     * @description The current version, its size and rows, and whether its query-ready column images are built yet (they are built in the background after each upload; until then queries read the CSV, which gives the same answers more slowly).
-     */
-    get: {
-      parameters: {
-        query?: never;
-        header?: never;
-        path: {
-          AccountName: string;
-          DatasetName: string;
-          DataName: string;
-        };
-        cookie?: never;
-      };
-      requestBody?: never;
-      responses: {
-        /** @description How the data item is stored */
-        200: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            "application/json": components["schemas"]["DataStorageResponse"];
-          };
-        };
-        /** @description Missing or invalid access token */
-        401: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            "application/json": components["schemas"]["GeneralApiResponse"];
-          };
-        };
-        /** @description Data does not exist or caller may not see it */
-        404: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            "application/json": components["schemas"]["GeneralApiResponse"];
-          };
-        };
-      };
-    };
-    put?: never;
-    post?: never;
-    delete?: never;
-    options?: never;
-    head?: never;
-    patch?: never;
-    trace?: never;
-  };
-  "/query": {
-    parameters: {
-      query?: never;
-      header?: never;
-      path?: never;
-      cookie?: never;
-    };
-    get?: never;
-    put?: never;
-    /**
-     * Submit an SQL query; it runs asynchronously
-     * @description SQLite's dialect, one read-only statement (SELECT, WITH … SELECT, VALUES). Name a data item as AccountName.DatasetName.DataName (parts bare, "quoted" or `quoted`, or the whole name in backticks). Only a malformed request is refused here; anything wrong with the SQL itself makes the query end failed with a message. Headers: Idempotency-Key (a retried submit returns the same QueryId) and Prefer: wait=N (N ≤ 30: hold the response until the query ends or N seconds pass).
-     */
-    post: {
-      parameters: {
-        query?: never;
-        header?: {
-          "idempotency-key"?: string;
-          prefer?: string;
-        };
-        path?: never;
-        cookie?: never;
-      };
-      requestBody: {
-        content: {
-          "application/json": components["schemas"]["SqlRequest"];
-        };
-      };
-      responses: {
-        /** @description The query is queued (or, with Prefer: wait, has ended or is still going) */
-        200: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            "application/json": components["schemas"]["QueryResponse"];
-          };
-        };
-        /** @description No JSON body, no Sql string, empty or over-long text, or an Idempotency-Key reused with other SQL */
-        400: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            "application/json": components["schemas"]["GeneralApiResponse"];
-          };
-        };
-        /** @description Missing or invalid access token */
-        401: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            "application/json": components["schemas"]["GeneralApiResponse"];
-          };
-        };
-        /** @description Too many of your queries are waiting (QUERY_MAX_QUEUED_PER_USER), or too many requests; see Retry-After */
-        429: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            "application/json": components["schemas"]["GeneralApiResponse"];
-          };
-        };
-        /** @description The query could not be queued */
-        503: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            "application/json": components["schemas"]["GeneralApiResponse"];
-          };
-        };
-      };
-    };
-    delete?: never;
-    options?: never;
-    head?: never;
-    patch?: never;
-    trace?: never;
-  };
-  "/query/{QueryId}/status": {
-    parameters: {
-      query?: never;
-      header?: never;
-      path?: never;
-      cookie?: never;
-    };
-    /** The query's state, message, result size and timings */
-    get: {
-      parameters: {
-        query?: never;
-        header?: never;
-        path: {
-          QueryId: string;
-        };
-        cookie?: never;
-      };
-      requestBody?: never;
-      responses: {
-        /** @description The status */
-        200: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            "application/json": components["schemas"]["QueryStatusResponse"];
-          };
-        };
-        /** @description Missing or invalid access token */
-        401: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            "application/json": components["schemas"]["GeneralApiResponse"];
-          };
-        };
-        /** @description Query does not exist or is not the caller's */
-        404: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            "application/json": components["schemas"]["GeneralApiResponse"];
-          };
-        };
-      };
-    };
-    put?: never;
-    post?: never;
-    delete?: never;
-    options?: never;
-    head?: never;
-    patch?: never;
-    trace?: never;
-  };
-  "/query/{QueryId}/results/rawdata": {
-    parameters: {
-      query?: never;
-      header?: never;
-      path?: never;
-      cookie?: never;
-    };
-    /**
-     * Download the result (CSV)
-     * @description Redirects to a short-lived signed URL of the result CSV (header row, UTF-8, \n line ends, RFC 4180 quoting, NULL as an empty field).
-     */
-    get: {
-      parameters: {
-        query?: never;
-        header?: never;
-        path: {
-          QueryId: string;
-        };
-        cookie?: never;
-      };
-      requestBody?: never;
-      responses: {
-        /** @description Redirect to the download URL of the result */
-        302: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content?: never;
-        };
-        /** @description The query is still running, or it failed or was cancelled (the message says which and why) */
-        400: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            "application/json": components["schemas"]["GeneralApiResponse"];
-          };
-        };
-        /** @description Missing or invalid access token */
-        401: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            "application/json": components["schemas"]["GeneralApiResponse"];
-          };
-        };
-        /** @description Query does not exist or is not the caller's */
-        404: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            "application/json": components["schemas"]["GeneralApiResponse"];
-          };
-        };
-        /** @description The result has expired and was deleted */
-        410: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            "application/json": components["schemas"]["GeneralApiResponse"];
-          };
-        };
-      };
-    };
-    put?: never;
-    post?: never;
-    delete?: never;
-    options?: never;
-    head?: never;
-    patch?: never;
-    trace?: never;
-  };
-  "/query/{QueryId}/results/metadata/schema": {
-    parameters: {
-      query?: never;
-      header?: never;
-      path?: never;
-      cookie?: never;
-    };
-    /**
-     * The result's schema
-     * @description The result's DataSchema (column names and types as the engine reports them); 404 until the query has succeeded.
-     */
-    get: {
-      parameters: {
-        query?: never;
-        header?: never;
-        path: {
-          QueryId: string;
-        };
-        cookie?: never;
-      };
-      requestBody?: never;
-      responses: {
-        /** @description The result schema */
-        200: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            "application/json": components["schemas"]["DataSchemaResponse"];
-          };
-        };
-        /** @description Missing or invalid access token */
-        401: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            "application/json": components["schemas"]["GeneralApiResponse"];
-          };
-        };
-        /** @description No such query of the caller's, or no result yet */
-        404: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            "application/json": components["schemas"]["GeneralApiResponse"];
-          };
-        };
-      };
-    };
-    put?: never;
-    post?: never;
-    delete?: never;
-    options?: never;
-    head?: never;
-    patch?: never;
-    trace?: never;
-  };
-  "/query/{QueryId}/cancel": {
-    parameters: {
-      query?: never;
-      header?: never;
-      path?: never;
-      cookie?: never;
-    };
-    get?: never;
-    put?: never;
-    /** Cancel a queued or running query */
-    post: {
-      parameters: {
-        query?: never;
-        header?: never;
-        path: {
-          QueryId: string;
-        };
-        cookie?: never;
-      };
-      requestBody?: never;
-      responses: {
-        /** @description The query is cancelled */
-        200: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            "application/json": components["schemas"]["QueryStatusResponse"];
-          };
-        };
-        /** @description The query has already ended */
-        400: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            "application/json": components["schemas"]["GeneralApiResponse"];
-          };
-        };
-        /** @description Missing or invalid access token */
-        401: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            "application/json": components["schemas"]["GeneralApiResponse"];
-          };
-        };
-        /** @description Query does not exist or is not the caller's */
-        404: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            "application/json": components["schemas"]["GeneralApiResponse"];
-          };
-        };
-      };
-    };
-    delete?: never;
-    options?: never;
-    head?: never;
-    patch?: never;
-    trace?: never;
-  };
-  "/me/queries": {
-    parameters: {
-      query?: never;
-      header?: never;
-      path?: never;
-      cookie?: never;
-    };
-    /** The caller's queries, newest first */
-    get: {
-      parameters: {
-        query?: {
-          /** @description Page size, 1-100 */
-          limit?: number;
-          /** @description NextCursor of the previous page */
-          cursor?: string;
-        };
-        header?: never;
-        path?: never;
-        cookie?: never;
-      };
-      requestBody?: never;
-      responses: {
-        /** @description One page of the caller's queries */
-        200: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            "application/json": components["schemas"]["QueryListResponse"];
-          };
-        };
-        /** @description Invalid limit or cursor */
-        400: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            "application/json": components["schemas"]["GeneralApiResponse"];
-          };
-        };
-        /** @description Missing or invalid access token */
-        401: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            "application/json": components["schemas"]["GeneralApiResponse"];
-          };
-        };
-      };
-    };
-    put?: never;
-    post?: never;
-    delete?: never;
-    options?: never;
-    head?: never;
-    patch?: never;
-    trace?: never;
-  };
 }
 export type webhooks = Record<string, never>;
 export interface components {
-  schemas: {
-    GeneralApiResponse: {
-      Status: components["schemas"]["ApiResponseStatus"];
+    schemas: {
+        GeneralApiResponse: {
+            Status: components["schemas"]["ApiResponseStatus"];
+        };
+        ApiResponseStatus: {
+            /**
+             * @description Same value as the HTTP status code
+             * @example 200
+             */
+            Code: number;
+            /**
+             * @description What happened, for a person to read
+             * @example OK
+             */
+            Message: string;
+        };
+        JwtResponse: {
+            Status: components["schemas"]["ApiResponseStatus"];
+            Data: {
+                /** @enum {string} */
+                TokenType: "Bearer";
+                /** @description Access token (JWT, ES256), valid for one hour */
+                AccessToken: string;
+                /**
+                 * Format: date-time
+                 * @example 2026-11-22T07:00:00Z
+                 */
+                AccessTokenExpiresOn: string;
+                /** @description Refresh token, valid for 45 days, spent on use */
+                RefreshToken: string;
+                /**
+                 * Format: date-time
+                 * @example 2026-11-22T07:00:00Z
+                 */
+                RefreshTokenExpiresOn: string;
+            };
+        };
+        LoginCodeResponse: {
+            Status: components["schemas"]["ApiResponseStatus"];
+            Data: {
+                /** @enum {string} */
+                TokenType: "Bearer";
+                /** @description Access token (JWT, ES256), valid for one hour */
+                AccessToken: string;
+                /**
+                 * Format: date-time
+                 * @example 2026-11-22T07:00:00Z
+                 */
+                AccessTokenExpiresOn: string;
+                /** @description Refresh token, valid for 45 days, spent on use */
+                RefreshToken: string;
+                /**
+                 * Format: date-time
+                 * @example 2026-11-22T07:00:00Z
+                 */
+                RefreshTokenExpiresOn: string;
+                /** @description The account logged in */
+                AccountName: string;
+            };
+        };
+        LoginCodeRequest: {
+            /** @description The one-time code sent to the loopback redirect_uri */
+            Code: string;
+            /** @description The PKCE verifier behind code_challenge */
+            CodeVerifier: string;
+            /** @description The redirect_uri given to GET /v1/auth, exactly */
+            RedirectUri: string;
+        };
+        RefreshTokenRequest: {
+            /** @description A valid refresh token */
+            RefreshToken: string;
+        };
+        DatasetListResponse: {
+            Status: components["schemas"]["ApiResponseStatus"];
+            Data: {
+                DatasetCount: number;
+                DatasetList: components["schemas"]["DatasetInfo"][];
+            };
+        };
+        DatasetInfo: {
+            AccountName: string;
+            DatasetName: string;
+        };
+        DataListResponse: {
+            Status: components["schemas"]["ApiResponseStatus"];
+            Data: {
+                DataCount: number;
+                DataList: components["schemas"]["DataInfo"][];
+            };
+        };
+        DataInfo: {
+            AccountName: string;
+            DatasetName: string;
+            DataName: string;
+            /** @description Changes with every upload of the data item */
+            Version: string;
+            /**
+             * Format: int64
+             * @description Bytes as uploaded (gzip stays gzip)
+             */
+            Size: number;
+            RowCount: number;
+            /**
+             * Format: date-time
+             * @example 2026-11-22T07:00:00Z
+             */
+            UploadedAt: string;
+            /** @description Its query-ready form (column images or table store) is built; see …/metadata/storage */
+            QueryReady: boolean;
+        };
+        DatasetSettings: {
+            /** @enum {string} */
+            Visibility?: "private" | "public";
+            Description?: string;
+        };
+        GrantRequest: {
+            /** @enum {string} */
+            Permission: "read" | "write";
+        };
+        DataUploadRequest: {
+            /** @description JSON of DataSchema (PascalCase keys) */
+            Schema?: string;
+            /**
+             * @description true: generate the TableDefinition from the file even if Schema has one
+             * @enum {string}
+             */
+            ForceGenerateTableDefinition?: "true" | "false";
+            /**
+             * Format: binary
+             * @description CSV file, possibly gzipped
+             */
+            Data?: string;
+        };
+        DataSchemaResponse: {
+            Status: components["schemas"]["ApiResponseStatus"];
+            Data: {
+                Schema: string;
+            };
+        };
+        DataStorageResponse: {
+            Status: components["schemas"]["ApiResponseStatus"];
+            Data: {
+                /** @description Changes with every upload of the data item */
+                Version: string;
+                /** @description Bytes as uploaded (gzip stays gzip) */
+                Size: number;
+                RowCount: number;
+                /** @enum {string} */
+                DeliveryType: "RAW" | "GZIP";
+                /**
+                 * Format: date-time
+                 * @example 2026-11-22T07:00:00Z
+                 */
+                UploadedAt: string;
+                /** @description True once the query-ready form of this version is built (its column images, or its table store): until then queries read the CSV, or wait for a table store being built */
+                QueryReady: boolean;
+                /** @description Bytes of each column's image, in schema order; null until built or for a table store */
+                ColumnImageBytes: number[] | null;
+                /** @description Data items with many rows (TABLE_STORE_MIN_ROWS) get a table store: a SQLite Durable Object holding their rows, where queries on them run. Null for a version without one */
+                TableStore: {
+                    /** @enum {string} */
+                    State: "building" | "ready" | "failed";
+                    Rows: number | null;
+                    /** @description Bytes the store holds on disk */
+                    Bytes: number | null;
+                    /** @description Why the build failed */
+                    Message: string | null;
+                } | null;
+            };
+        };
+        QueryResponse: {
+            Status: components["schemas"]["ApiResponseStatus"];
+            Data: {
+                QueryId: string;
+            };
+        };
+        SqlRequest: {
+            /**
+             * @description A select query
+             * @example SELECT 1
+             */
+            Sql: string;
+        };
+        QueryStatusResponse: {
+            Status: components["schemas"]["ApiResponseStatus"];
+            Data: components["schemas"]["QueryStatus"];
+        };
+        QueryStatus: {
+            QueryId: string;
+            /** @enum {string} */
+            Status: "queued" | "running" | "succeeded" | "failed" | "cancelled";
+            Sql: string;
+            /**
+             * Format: date-time
+             * @example 2026-11-22T07:00:00Z
+             */
+            CreatedAt: string;
+            /**
+             * Format: date-time
+             * @example 2026-11-22T07:00:00Z
+             */
+            UpdatedAt: string;
+            /** @description What the query is doing, or why it failed */
+            Message: string;
+            /**
+             * Format: int64
+             * @description Result file size in bytes; 0 until it succeeds
+             */
+            Size: number;
+            /** @description Rows in the result */
+            RowCount: number | null;
+            /** @description Bytes of CSV the query loaded */
+            BytesLoaded: number | null;
+            /** @description Peak memory the query held in sql.js (WebAssembly heap, database pages, column images); null for a query run in a table store */
+            PeakMemoryBytes: number | null;
+            Timings: {
+                QueueWaitMs: number;
+                LoadMs: number;
+                ExecuteMs: number;
+                WriteMs: number;
+            } | null;
+            /**
+             * Format: date-time
+             * @description When the result will be deleted
+             * @example 2026-11-22T07:00:00Z
+             */
+            ExpiresAt: string | null;
+            /**
+             * @description Which engine ran the query: sql.js (data loaded into the engine Worker) or the table store of its largest data item; null until it ran
+             * @enum {string|null}
+             */
+            Engine: "sqljs" | "store" | null;
+        };
+        QueryListResponse: {
+            Status: components["schemas"]["ApiResponseStatus"];
+            Data: {
+                QueryCount: number;
+                QueryList: components["schemas"]["QueryStatus"][];
+                /** @description Pass as `cursor` for the next page; null on the last */
+                NextCursor: string | null;
+            };
+        };
     };
-    ApiResponseStatus: {
-      /**
-       * @description Same value as the HTTP status code
-       * @example 200
-       */
-      Code: number;
-      /**
-       * @description What happened, for a person to read
-       * @example OK
-       */
-      Message: string;
-    };
-    JwtResponse: {
-      Status: components["schemas"]["ApiResponseStatus"];
-      Data: {
-        /** @enum {string} */
-        TokenType: "Bearer";
-        /** @description Access token (JWT, ES256), valid for one hour */
-        AccessToken: string;
-        /**
-         * Format: date-time
-         * @example 2026-11-22T07:00:00Z
-         */
-        AccessTokenExpiresOn: string;
-        /** @description Refresh token, valid for 45 days, spent on use */
-        RefreshToken: string;
-        /**
-         * Format: date-time
-         * @example 2026-11-22T07:00:00Z
-         */
-        RefreshTokenExpiresOn: string;
-      };
-    };
-    LoginCodeResponse: {
-      Status: components["schemas"]["ApiResponseStatus"];
-      Data: {
-        /** @enum {string} */
-        TokenType: "Bearer";
-        /** @description Access token (JWT, ES256), valid for one hour */
-        AccessToken: string;
-        /**
-         * Format: date-time
-         * @example 2026-11-22T07:00:00Z
-         */
-        AccessTokenExpiresOn: string;
-        /** @description Refresh token, valid for 45 days, spent on use */
-        RefreshToken: string;
-        /**
-         * Format: date-time
-         * @example 2026-11-22T07:00:00Z
-         */
-        RefreshTokenExpiresOn: string;
-        /** @description The account logged in */
-        AccountName: string;
-      };
-    };
-    LoginCodeRequest: {
-      /** @description The one-time code sent to the loopback redirect_uri */
-      Code: string;
-      /** @description The PKCE verifier behind code_challenge */
-      CodeVerifier: string;
-      /** @description The redirect_uri given to GET /v1/auth, exactly */
-      RedirectUri: string;
-    };
-    RefreshTokenRequest: {
-      /** @description A valid refresh token */
-      RefreshToken: string;
-    };
-    DatasetListResponse: {
-      Status: components["schemas"]["ApiResponseStatus"];
-      Data: {
-        DatasetCount: number;
-        DatasetList: components["schemas"]["DatasetInfo"][];
-      };
-    };
-    DatasetInfo: {
-      AccountName: string;
-      DatasetName: string;
-    };
-    DataListResponse: {
-      Status: components["schemas"]["ApiResponseStatus"];
-      Data: {
-        DataCount: number;
-        DataList: components["schemas"]["DataInfo"][];
-      };
-    };
-    DataInfo: {
-      AccountName: string;
-      DatasetName: string;
-      DataName: string;
-      /** @description Changes with every upload of the data item */
-      Version: string;
-      /**
-       * Format: int64
-       * @description Bytes as uploaded (gzip stays gzip)
-       */
-      Size: number;
-      RowCount: number;
-      /**
-       * Format: date-time
-       * @example 2026-11-22T07:00:00Z
-       */
-      UploadedAt: string;
-      /** @description Its query-ready form (column images or table store) is built; see …/metadata/storage */
-      QueryReady: boolean;
-    };
-    DatasetSettings: {
-      /** @enum {string} */
-      Visibility?: "private" | "public";
-      Description?: string;
-    };
-    GrantRequest: {
-      /** @enum {string} */
-      Permission: "read" | "write";
-    };
-    DataUploadRequest: {
-      /** @description JSON of DataSchema (PascalCase keys) */
-      Schema?: string;
-      /**
-       * @description true: generate the TableDefinition from the file even if Schema has one
-       * @enum {string}
-       */
-      ForceGenerateTableDefinition?: "true" | "false";
-      /**
-       * Format: binary
-       * @description CSV file, possibly gzipped
-       */
-      Data?: string;
-    };
-    DataSchemaResponse: {
-      Status: components["schemas"]["ApiResponseStatus"];
-      Data: {
-        Schema: string;
-      };
-    };
-    DataStorageResponse: {
-      Status: components["schemas"]["ApiResponseStatus"];
-      Data: {
-        /** @description Changes with every upload of the data item */
-        Version: string;
-        /** @description Bytes as uploaded (gzip stays gzip) */
-        Size: number;
-        RowCount: number;
-        /** @enum {string} */
-        DeliveryType: "RAW" | "GZIP";
-        /**
-         * Format: date-time
-         * @example 2026-11-22T07:00:00Z
-         */
-        UploadedAt: string;
-        /** @description True once the query-ready form of this version is built (its column images, or its table store): until then queries read the CSV, or wait for a table store being built */
-        QueryReady: boolean;
-        /** @description Bytes of each column's image, in schema order; null until built or for a table store */
-        ColumnImageBytes: number[] | null;
-        /** @description Data items with many rows (TABLE_STORE_MIN_ROWS) get a table store: a SQLite Durable Object holding their rows, where queries on them run. Null for a version without one */
-        TableStore: {
-          /** @enum {string} */
-          State: "building" | "ready" | "failed";
-          Rows: number | null;
-          /** @description Bytes the store holds on disk */
-          Bytes: number | null;
-          /** @description Why the build failed */
-          Message: string | null;
-        } | null;
-      };
-    };
-    QueryResponse: {
-      Status: components["schemas"]["ApiResponseStatus"];
-      Data: {
-        QueryId: string;
-      };
-    };
-    SqlRequest: {
-      /**
-       * @description A select query
-       * @example SELECT 1
-       */
-      Sql: string;
-    };
-    QueryStatusResponse: {
-      Status: components["schemas"]["ApiResponseStatus"];
-      Data: components["schemas"]["QueryStatus"];
-    };
-    QueryStatus: {
-      QueryId: string;
-      /** @enum {string} */
-      Status: "queued" | "running" | "succeeded" | "failed" | "cancelled";
-      Sql: string;
-      /**
-       * Format: date-time
-       * @example 2026-11-22T07:00:00Z
-       */
-      CreatedAt: string;
-      /**
-       * Format: date-time
-       * @example 2026-11-22T07:00:00Z
-       */
-      UpdatedAt: string;
-      /** @description What the query is doing, or why it failed */
-      Message: string;
-      /**
-       * Format: int64
-       * @description Result file size in bytes; 0 until it succeeds
-       */
-      Size: number;
-      /** @description Rows in the result */
-      RowCount: number | null;
-      /** @description Bytes of CSV the query loaded */
-      BytesLoaded: number | null;
-      /** @description Peak memory the query held in sql.js (WebAssembly heap, database pages, column images); null for a query run in a table store */
-      PeakMemoryBytes: number | null;
-      Timings: {
-        QueueWaitMs: number;
-        LoadMs: number;
-        ExecuteMs: number;
-        WriteMs: number;
-      } | null;
-      /**
-       * Format: date-time
-       * @description When the result will be deleted
-       * @example 2026-11-22T07:00:00Z
-       */
-      ExpiresAt: string | null;
-      /**
-       * @description Which engine ran the query: sql.js (data loaded into the engine Worker) or the table store of its largest data item; null until it ran
-       * @enum {string|null}
-       */
-      Engine: "sqljs" | "store" | null;
-    };
-    QueryListResponse: {
-      Status: components["schemas"]["ApiResponseStatus"];
-      Data: {
-        QueryCount: number;
-        QueryList: components["schemas"]["QueryStatus"][];
-        /** @description Pass as `cursor` for the next page; null on the last */
-        NextCursor: string | null;
-      };
-    };
-  };
-  responses: never;
-  parameters: never;
-  requestBodies: never;
-  headers: never;
-  pathItems: never;
+    responses: never;
+    parameters: never;
+    requestBodies: never;
+    headers: never;
+    pathItems: never;
 }
 export type $defs = Record<string, never>;
 export type operations = Record<string, never>;
