@@ -1,5 +1,7 @@
 /** Bytes per ranged read: few enough round trips, little held (two at a time), short work for the reader each. */
 const RANGE_BYTES = 1024 * 1024;
+/** For a whole-object read where the isolate has room to spare (a table store's build): fewer, larger round trips. */
+export const LARGE_RANGE_BYTES = 8 * 1024 * 1024;
 
 /**
  * An R2 object's bytes as a stream of large chunks, read as ranges, the

@@ -1,6 +1,6 @@
 import { DurableObject } from "cloudflare:workers";
 import type { QueryLimits } from "../../config";
-import { openObjectStream } from "../../storage/object-stream";
+import { LARGE_RANGE_BYTES, openObjectStream } from "../../storage/object-stream";
 import { R2StreamWriter } from "../../storage/r2-writer";
 import { randomToken } from "../../util/crypto";
 import type { ResultColumn } from "../query-record";
@@ -105,7 +105,7 @@ export class TableStore extends DurableObject<Env> {
       .toArray())
       sql.exec(`DROP TABLE ${quoteIdentifier(name)}`);
     const table = `data_${randomToken(12).replace(/[^A-Za-z0-9]/g, "x")}`;
-    const stream = await openObjectStream(this.env.BUCKET, source.objectKey);
+    const stream = await openObjectStream(this.env.BUCKET, source.objectKey, LARGE_RANGE_BYTES);
     if (!stream) return { ok: false, message: `the stored file of ${source.name} is gone` };
     const filled = await fillTable(
       this.storeSql(),
@@ -215,9 +215,11 @@ export class TableStore extends DurableObject<Env> {
     request: StoreQuery,
     deadline: number,
   ): Promise<number> {
-    const stream = await openObjectStream(this.env.BUCKET, other.source.objectKey).catch((error: unknown) => {
-      throw new TransientError(`reading ${other.source.name} failed: ${String(error)}`);
-    });
+    const stream = await openObjectStream(this.env.BUCKET, other.source.objectKey, LARGE_RANGE_BYTES).catch(
+      (error: unknown) => {
+        throw new TransientError(`reading ${other.source.name} failed: ${String(error)}`);
+      },
+    );
     if (!stream) throw new Stop(`Failed: the data of ${other.source.name} was deleted while the query ran.`);
     const { sql } = this.ctx.storage;
     const filled = await fillTable(
