@@ -1,9 +1,9 @@
-/** The deployment's settings, read from `Env` once per request and checked. */
-export interface Config {
+/** The deployment's settings, read from `Env` and checked once per isolate (see settings()). */
+export interface Settings {
   /** True only when the deployment says so explicitly (`ENVIRONMENT=development`). */
   development: boolean;
-  /** Origin tokens name as issuer and links point to, without a trailing slash. */
-  publicUrl: string;
+  /** PUBLIC_URL without a trailing slash, or null: each request's own origin (see requestConfig()). */
+  publicUrl: string | null;
   /** The external OpenID Connect provider, or null for the built-in development provider. */
   oidc: { issuer: string; clientId: string; clientSecret: string; scopes: string } | null;
   termsVersion: string;
@@ -13,10 +13,16 @@ export interface Config {
   /** How many queries of one user run at once, and how many more may wait (DECISIONS §8). */
   fairShare: FairShare;
   downloadUrlTtlSeconds: number;
-  /** Whether uploads ask the queue to build column images (COLUMN_IMAGES). */
+  /** Whether uploads and the cron ask the queue for query-ready forms (COLUMN_IMAGES "build", not "off"). */
   columnImages: boolean;
   /** R2 S3 API credentials for presigned download URLs, or null to sign the Worker's own /download/ URLs. */
   r2Presign: { accountId: string; bucketName: string; accessKeyId: string; secretAccessKey: string } | null;
+}
+
+/** The settings as one request sees them. */
+export interface Config extends Settings {
+  /** Origin tokens name as issuer and links point to, without a trailing slash. */
+  publicUrl: string;
 }
 
 /** What one query may use (DECISIONS §8); each limit fails a query with a message naming it. */
@@ -55,13 +61,34 @@ export class ConfigError extends Error {
   override name = "ConfigError";
 }
 
-/** Reads the configuration; throws ConfigError for a deployment that cannot work as configured. */
-export function readConfig(env: Env, requestUrl: string): Config {
+const parsed = new WeakMap<Env, Settings>();
+
+/**
+ * The deployment's settings, parsed and checked on first use of each `Env`
+ * (the runtime hands an isolate one) and kept; every reader comes here.
+ * Throws ConfigError naming the setting when the deployment cannot work as
+ * configured; a failure is not kept, so each use fails as clearly.
+ */
+export function settings(env: Env): Settings {
+  let found = parsed.get(env);
+  if (!found) {
+    found = parseSettings(env);
+    parsed.set(env, found);
+  }
+  return found;
+}
+
+/** The settings for one request: the public origin is PUBLIC_URL, or when that is empty the request's own. */
+export function requestConfig(env: Env, requestUrl: string): Config {
+  const found = settings(env);
+  return { ...found, publicUrl: found.publicUrl ?? new URL(requestUrl).origin };
+}
+
+function parseSettings(env: Env): Settings {
   const development = env.ENVIRONMENT === "development";
-  const publicUrl = (env.PUBLIC_URL || new URL(requestUrl).origin).replace(/\/+$/, "");
   const termsVersion = env.TERMS_VERSION?.trim();
   if (!termsVersion) throw new ConfigError("TERMS_VERSION is empty");
-  let oidc: Config["oidc"] = null;
+  let oidc: Settings["oidc"] = null;
   if (env.OIDC_ISSUER) {
     if (!env.OIDC_CLIENT_ID || !env.OIDC_CLIENT_SECRET)
       throw new ConfigError("OIDC_ISSUER is set but OIDC_CLIENT_ID or OIDC_CLIENT_SECRET is missing");
@@ -84,9 +111,12 @@ export function readConfig(env: Env, requestUrl: string): Config {
           secretAccessKey: secrets.R2_SECRET_ACCESS_KEY,
         }
       : null;
+  const columnImages = env.COLUMN_IMAGES || "build";
+  if (columnImages !== "build" && columnImages !== "off")
+    throw new ConfigError(`COLUMN_IMAGES must be "build" or "off"`);
   return {
     development,
-    publicUrl,
+    publicUrl: env.PUBLIC_URL ? env.PUBLIC_URL.replace(/\/+$/, "") : null,
     oidc,
     termsVersion,
     termsUrl: env.TERMS_URL || null,
@@ -94,7 +124,17 @@ export function readConfig(env: Env, requestUrl: string): Config {
       maxUploadBytes: positiveInteger(env, "MAX_UPLOAD_BYTES"),
       maxCsvBytes: positiveInteger(env, "MAX_CSV_BYTES"),
     },
-    query: readQueryLimits(env),
+    query: {
+      maxSqlLength: positiveInteger(env, "MAX_SQL_LENGTH"),
+      timeLimitMs: positiveInteger(env, "QUERY_TIME_LIMIT_SECONDS") * 1000,
+      maxLoadBytes: positiveInteger(env, "QUERY_MAX_LOAD_BYTES"),
+      memoryBudgetBytes: positiveInteger(env, "QUERY_MEMORY_BUDGET_BYTES"),
+      maxResultBytes: positiveInteger(env, "QUERY_MAX_RESULT_BYTES"),
+      maxResultRows: positiveInteger(env, "QUERY_MAX_RESULT_ROWS"),
+      resultRetentionSeconds: positiveInteger(env, "QUERY_RESULT_RETENTION_SECONDS"),
+      storeMinRows: positiveInteger(env, "TABLE_STORE_MIN_ROWS"),
+      maxStoreBytes: positiveInteger(env, "TABLE_STORE_MAX_BYTES"),
+    },
     fairShare: {
       maxRunning: positiveInteger(env, "QUERY_MAX_RUNNING_PER_USER"),
       maxWaiting: positiveInteger(env, "QUERY_MAX_QUEUED_PER_USER"),
@@ -102,30 +142,8 @@ export function readConfig(env: Env, requestUrl: string): Config {
       leaseMs: positiveInteger(env, "QUERY_TIME_LIMIT_SECONDS") * 3000 + 300_000,
     },
     downloadUrlTtlSeconds: positiveInteger(env, "DOWNLOAD_URL_TTL_SECONDS"),
-    columnImages: columnImagesEnabled(env),
+    columnImages: columnImages === "build",
     r2Presign,
-  };
-}
-
-/** Whether uploads and the cron ask the queue to build column images (COLUMN_IMAGES = "build" | "off"). */
-export function columnImagesEnabled(env: Env): boolean {
-  const value = env.COLUMN_IMAGES || "build";
-  if (value !== "build" && value !== "off") throw new ConfigError(`COLUMN_IMAGES must be "build" or "off"`);
-  return value === "build";
-}
-
-/** The query limits alone, for the queue consumer, which has no request. */
-export function readQueryLimits(env: Env): QueryLimits {
-  return {
-    maxSqlLength: positiveInteger(env, "MAX_SQL_LENGTH"),
-    timeLimitMs: positiveInteger(env, "QUERY_TIME_LIMIT_SECONDS") * 1000,
-    maxLoadBytes: positiveInteger(env, "QUERY_MAX_LOAD_BYTES"),
-    memoryBudgetBytes: positiveInteger(env, "QUERY_MEMORY_BUDGET_BYTES"),
-    maxResultBytes: positiveInteger(env, "QUERY_MAX_RESULT_BYTES"),
-    maxResultRows: positiveInteger(env, "QUERY_MAX_RESULT_ROWS"),
-    resultRetentionSeconds: positiveInteger(env, "QUERY_RESULT_RETENTION_SECONDS"),
-    storeMinRows: positiveInteger(env, "TABLE_STORE_MIN_ROWS"),
-    maxStoreBytes: positiveInteger(env, "TABLE_STORE_MAX_BYTES"),
   };
 }
 
@@ -152,7 +170,7 @@ function positiveInteger(env: Env, name: IntegerSetting): number {
 }
 
 /** The built-in development provider is served only in development mode without an external provider. */
-export function devIdpEnabled(config: Config): boolean {
+export function devIdpEnabled(config: Settings): boolean {
   return config.development && config.oidc === null;
 }
 

@@ -8,7 +8,7 @@ import {
   verifyAccessToken,
 } from "../../src/worker/auth/access-token";
 import { loadKeys, type KeySet } from "../../src/worker/auth/keys";
-import { readConfig } from "../../src/worker/config";
+import { requestConfig } from "../../src/worker/config";
 import { ORIGIN } from "../support/http";
 import { login } from "../support/login";
 import { signToken, testSigningKey, unsignedToken } from "../support/tokens";
@@ -16,7 +16,7 @@ import { signToken, testSigningKey, unsignedToken } from "../support/tokens";
 let keys: KeySet;
 
 beforeAll(async () => {
-  keys = await loadKeys(env, readConfig(env, ORIGIN));
+  keys = await loadKeys(env, requestConfig(env, ORIGIN));
 });
 
 describe("access tokens issued at login", () => {

@@ -3,12 +3,12 @@ import { decodeProtectedHeader, exportJWK, generateKeyPair, type JSONWebKeySet, 
 import { afterEach, beforeAll, describe, expect, it, vi } from "vitest";
 import { issueAccessToken, verifyAccessToken } from "../../src/worker/auth/access-token";
 import { loadKeys } from "../../src/worker/auth/keys";
-import { ConfigError, readConfig } from "../../src/worker/config";
+import { ConfigError, requestConfig } from "../../src/worker/config";
 import { call, ORIGIN, postJson, readEnvelope, readUnauthorized, workerWith, type Fetch } from "../support/http";
 import { authHeader, login, type JwtData, type LoggedIn } from "../support/login";
 import { newSigningJwk, testSigningKey } from "../support/tokens";
 
-const config = readConfig(env, ORIGIN);
+const config = requestConfig(env, ORIGIN);
 
 afterEach(() => {
   vi.restoreAllMocks();

@@ -1,7 +1,7 @@
 import { env } from "cloudflare:workers";
 import { afterEach, beforeAll, beforeEach, describe, expect, it, vi, type MockInstance } from "vitest";
 import { ORPHAN_GRACE_SECONDS } from "../../src/worker/catalog/datasets";
-import { readQueryLimits } from "../../src/worker/config";
+import { settings } from "../../src/worker/config";
 import type { DataStorage } from "../../src/sdk";
 import { runMaintenance } from "../../src/worker/maintenance/scheduled";
 import type { ColumnImages } from "../../src/worker/query/engine/column-images";
@@ -134,9 +134,9 @@ describe("asking for column images", () => {
     expect(item.queue.sent).toEqual([
       {
         prepare: { datasetId: await datasetId(item.account, item.dataset), name: item.data, version: row.version },
-        memoryBudgetBytes: readQueryLimits(env).memoryBudgetBytes,
-        storeMinRows: readQueryLimits(env).storeMinRows,
-        maxStoreBytes: readQueryLimits(env).maxStoreBytes,
+        memoryBudgetBytes: settings(env).query.memoryBudgetBytes,
+        storeMinRows: settings(env).query.storeMinRows,
+        maxStoreBytes: settings(env).query.maxStoreBytes,
       },
     ]);
     const storage = await storageOf(item);
@@ -526,9 +526,9 @@ describe("asking again from the cron", () => {
         name: item.data,
         version: (await currentRow(item)).version,
       },
-      memoryBudgetBytes: readQueryLimits(env).memoryBudgetBytes,
-      storeMinRows: readQueryLimits(env).storeMinRows,
-      maxStoreBytes: readQueryLimits(env).maxStoreBytes,
+      memoryBudgetBytes: settings(env).query.memoryBudgetBytes,
+      storeMinRows: settings(env).query.storeMinRows,
+      maxStoreBytes: settings(env).query.maxStoreBytes,
     });
 
     expect(await requested(uploadedAt)).toBe(queue.sent.length);

@@ -1,7 +1,7 @@
 import { runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
-import { readQueryLimits } from "../../src/worker/config";
+import { settings } from "../../src/worker/config";
 import type { QueryRecord, RunOutcome } from "../../src/worker/query/query-record";
 import type { QueryState } from "../../src/worker/query/query-state";
 import { stateOf } from "../support/query";
@@ -10,7 +10,7 @@ const HOUR_MS = 3_600_000;
 
 function newQuery(sql = "SELECT 1") {
   const queryId = crypto.randomUUID().replace(/-/g, "").slice(0, 22);
-  const limits = { ...readQueryLimits(env), timeLimitMs: HOUR_MS };
+  const limits = { ...settings(env).query, timeLimitMs: HOUR_MS };
   return { queryId, stub: stateOf(queryId), init: { queryId, ownerUserId: "user-1", sql, limits } };
 }
 

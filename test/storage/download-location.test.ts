@@ -1,6 +1,6 @@
 import { env } from "cloudflare:workers";
 import { beforeAll, describe, expect, it } from "vitest";
-import { readConfig, type Config } from "../../src/worker/config";
+import { requestConfig, type Config } from "../../src/worker/config";
 import { attachmentDisposition, downloadLocation } from "../../src/worker/storage/download-location";
 import { verifyDownloadUrl } from "../../src/worker/storage/signed-url";
 import { ORIGIN } from "../support/http";
@@ -10,7 +10,7 @@ let config: Config;
 
 beforeAll(async () => {
   key = (await crypto.subtle.generateKey({ name: "HMAC", hash: "SHA-256" }, false, ["sign", "verify"])) as CryptoKey;
-  config = readConfig(env, `${ORIGIN}/v1/x`);
+  config = requestConfig(env, `${ORIGIN}/v1/x`);
 });
 
 describe("attachmentDisposition", () => {
@@ -42,7 +42,7 @@ describe("downloadLocation", () => {
   });
 
   it("should presign an R2 S3 URL when credentials are configured", async () => {
-    const presigning = readConfig(
+    const presigning = requestConfig(
       {
         ...env,
         R2_ACCOUNT_ID: "0123456789abcdef",
@@ -65,7 +65,7 @@ describe("downloadLocation", () => {
   });
 
   it("should not presign without the secret key, even with the other R2 settings", async () => {
-    const partial = readConfig(
+    const partial = requestConfig(
       { ...env, R2_ACCOUNT_ID: "0123456789abcdef", R2_BUCKET_NAME: "dqs-data", R2_ACCESS_KEY_ID: "AKIDEXAMPLE" } as Env,
       `${ORIGIN}/v1/x`,
     );

@@ -1,5 +1,5 @@
 import { env } from "cloudflare:workers";
-import { readQueryLimits, type QueryLimits } from "../../src/worker/config";
+import { settings, type QueryLimits } from "../../src/worker/config";
 import type { StoredDataSchema } from "../../src/worker/ingest/data-schema";
 import type { DataTypeName } from "../../src/worker/ingest/value-types";
 import { buildColumnImages } from "../../src/worker/query/engine/build-images";
@@ -222,7 +222,7 @@ export class MemoryControl implements RunControl {
 
 /** The deployment's query limits with some changed. */
 export function limitsWith(overrides: Partial<QueryLimits> = {}): QueryLimits {
-  return { ...readQueryLimits(env), ...overrides };
+  return { ...settings(env).query, ...overrides };
 }
 
 /** What one engine run produced. */

@@ -15,9 +15,11 @@ export const worker: Fetch = (request) => exports.default.fetch(request);
 /** The same application running with some settings changed, as another deployment would. */
 export function workerWith(overrides: Partial<Env>): Fetch {
   const app = createApp();
+  // One Env for every request, as a deployment's isolate has: settings are parsed once per Env.
+  const changed = { ...env, ...overrides };
   return async (request) => {
     const ctx = createExecutionContext();
-    const response = await app.fetch(request, { ...env, ...overrides }, ctx);
+    const response = await app.fetch(request, changed, ctx);
     await waitOnExecutionContext(ctx);
     return response;
   };

@@ -1,6 +1,5 @@
 import { createLocalJWKSet, exportJWK, generateKeyPair, importJWK, type JSONWebKeySet, type JWK } from "jose";
-import type { Config } from "../config";
-import { ConfigError } from "../config";
+import { ConfigError, type Settings } from "../config";
 import { randomToken } from "../util/crypto";
 
 /** The only algorithm this service signs or accepts. Pinned: verification never takes it from a token header. */
@@ -23,7 +22,7 @@ const cache = new Map<string, Promise<KeySet>>();
  * that secret, a key generated on first use is kept in D1, so a local run needs
  * no key committed or created by hand.
  */
-export async function loadKeys(env: Env, config: Config): Promise<KeySet> {
+export async function loadKeys(env: Env, config: Settings): Promise<KeySet> {
   const source = env.SIGNING_KEYS || (config.development ? await devKeys(env.DB) : "");
   if (!source) throw new ConfigError("SIGNING_KEYS is not set");
   let keys = cache.get(source);

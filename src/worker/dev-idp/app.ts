@@ -1,7 +1,7 @@
 import { Hono } from "hono";
 import { html } from "hono/html";
 import { SignJWT } from "jose";
-import { DEV_IDP_CLIENT, devIdpEnabled, readConfig } from "../config";
+import { DEV_IDP_CLIENT, devIdpEnabled, requestConfig, type Config } from "../config";
 import { loadKeys, SIGNING_ALG } from "../auth/keys";
 import { page } from "../http/pages/layout";
 import { randomToken, sha256, timingSafeEqual } from "../util/crypto";
@@ -14,14 +14,15 @@ import { isoSeconds, nowSeconds } from "../util/time";
  * path. Anyone may log in as any username, which is why it answers 404
  * unless the deployment is explicitly in development mode.
  */
-export const devIdp = new Hono<{ Bindings: Env; Variables: { issuer: string; callback: string } }>();
+export const devIdp = new Hono<{ Bindings: Env; Variables: { config: Config; issuer: string; callback: string } }>();
 
 const CODE_TTL_SECONDS = 120;
 const USERNAME_PATTERN = /^[A-Za-z0-9_.@-]{1,64}$/;
 
 devIdp.use("*", async (c, next) => {
-  const config = readConfig(c.env, c.req.url);
+  const config = requestConfig(c.env, c.req.url);
   if (!devIdpEnabled(config)) return c.notFound();
+  c.set("config", config);
   c.set("issuer", `${config.publicUrl}/idp`);
   c.set("callback", `${config.publicUrl}/v1/auth/callback`);
   await next();
@@ -45,7 +46,7 @@ devIdp.get("/.well-known/openid-configuration", (c) => {
 });
 
 devIdp.get("/jwks", async (c) => {
-  const keys = await loadKeys(c.env, readConfig(c.env, c.req.url));
+  const keys = await loadKeys(c.env, c.get("config"));
   return c.json(keys.publicJwks);
 });
 
@@ -168,7 +169,7 @@ devIdp.post("/token", async (c) => {
   if (!timingSafeEqual(await sha256(field("code_verifier")), grant.codeChallenge))
     return oauthError("invalid_grant", "PKCE verification failed");
 
-  const keys = await loadKeys(c.env, readConfig(c.env, c.req.url));
+  const keys = await loadKeys(c.env, c.get("config"));
   const now = nowSeconds();
   const idToken = await new SignJWT({
     preferred_username: grant.username,

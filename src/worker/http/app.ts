@@ -3,7 +3,7 @@ import type { Hono } from "hono";
 import { cors } from "hono/cors";
 import { createMiddleware } from "hono/factory";
 import { HTTPException } from "hono/http-exception";
-import { ConfigError, devIdpEnabled, readConfig } from "../config";
+import { ConfigError, devIdpEnabled, requestConfig } from "../config";
 import { devIdp } from "../dev-idp/app";
 import type { AppContext, AppEnv } from "./context";
 import { ApiError } from "./errors";
@@ -24,7 +24,7 @@ import { wellKnownRoutes } from "./routes/well-known";
 import { envelope } from "./schemas";
 
 const withConfig = createMiddleware<AppEnv>(async (c, next) => {
-  c.set("config", readConfig(c.env, c.req.url));
+  c.set("config", requestConfig(c.env, c.req.url));
   await next();
 });
 

@@ -1,5 +1,5 @@
 import { findDataItem, type DataItemRecord } from "../catalog/access";
-import { columnImagesEnabled, readQueryLimits } from "../config";
+import { settings } from "../config";
 import { adoptColumnImageKeys, recordColumnImages, recordTableStore } from "../catalog/datasets";
 import { columnImageKey } from "../storage/keys";
 import { deleteOrphanNow, markOrphan } from "../storage/orphans";
@@ -130,14 +130,15 @@ async function prepareColumnImages(env: Env, item: DataItemRecord, memoryBudgetB
 }
 
 /**
- * Asks the queue to build the column images of a data item's current
- * version; the caller checks that they are on (Config.columnImages). Never
+ * Asks the queue to build the query-ready form of a data item's current
+ * version, unless COLUMN_IMAGES is off. Never
  * fails the caller, which has already committed the upload: a lost request
  * only means queries read the CSV until the cron asks again (see
  * requestMissingPreparation).
  */
 export async function requestPreparation(env: Env, item: { datasetId: string; name: string }): Promise<void> {
   try {
+    if (!settings(env).columnImages) return;
     const current = await findDataItem(env.DB, item.datasetId, item.name);
     if (!current || current.columnImages || current.tableStore) return;
     const message: PrepareMessage = { prepare: { ...item, version: current.version }, ...prepareSettings(env) };
@@ -152,7 +153,7 @@ export async function requestPreparation(env: Env, item: { datasetId: string; na
 
 /** The cron's part: versions uploaded before `uploadedBefore` that still have no images are asked for again. */
 export async function requestMissingPreparation(env: Env, uploadedBefore: string, limit = 20): Promise<number> {
-  if (!columnImagesEnabled(env)) return 0;
+  if (!settings(env).columnImages) return 0;
   const { results } = await env.DB.prepare(
     `SELECT dataset_id AS datasetId, name, version FROM data_items
      WHERE column_images IS NULL AND (table_store IS NULL OR json_extract(table_store, '$.state') = 'building')
@@ -160,14 +161,14 @@ export async function requestMissingPreparation(env: Env, uploadedBefore: string
   )
     .bind(uploadedBefore, limit)
     .all<PrepareMessage["prepare"]>();
-  const settings = prepareSettings(env);
+  const carried = prepareSettings(env);
   if (results.length > 0)
-    await env.BUILD_QUEUE.sendBatch(results.map((prepare) => ({ body: { prepare, ...settings } })));
+    await env.BUILD_QUEUE.sendBatch(results.map((prepare) => ({ body: { prepare, ...carried } })));
   return results.length;
 }
 
 /** The settings a preparation needs, from the API Worker's configuration. */
 function prepareSettings(env: Env): Omit<PrepareMessage, "prepare"> {
-  const { memoryBudgetBytes, storeMinRows, maxStoreBytes } = readQueryLimits(env);
+  const { memoryBudgetBytes, storeMinRows, maxStoreBytes } = settings(env).query;
   return { memoryBudgetBytes, storeMinRows, maxStoreBytes };
 }

@@ -1,4 +1,4 @@
-import { readQueryLimits } from "../config";
+import { settings } from "../config";
 import { isoSeconds, nowSeconds } from "../util/time";
 import { FINISHED } from "./query-record";
 import { queryStub } from "./queries";
@@ -12,7 +12,7 @@ const BATCH = 200;
  */
 export async function purgeExpiredResults(env: Env): Promise<number> {
   const now = nowSeconds();
-  const cutoff = isoSeconds(now - readQueryLimits(env).resultRetentionSeconds);
+  const cutoff = isoSeconds(now - settings(env).query.resultRetentionSeconds);
   const { results } = await env.DB.prepare(
     "SELECT id FROM queries WHERE result_purged_at IS NULL AND created_at <= ? ORDER BY created_at LIMIT ?",
   )

@@ -64,7 +64,7 @@ uploadRoute.post("/data/:AccountName/:DatasetName/:DataName", requireAuth, async
   );
   if (!outcome.ok) throw new ApiError(outcome.status, outcome.message);
   // The query-ready form is built in the background; until it exists, queries read the CSV.
-  if (c.get("config").columnImages) await requestPreparation(c.env, { datasetId: dataset.id, name: DataName! });
+  await requestPreparation(c.env, { datasetId: dataset.id, name: DataName! });
   return c.json(
     envelope(
       200,
