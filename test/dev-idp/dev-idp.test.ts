@@ -269,6 +269,8 @@ describe("availability of the development provider", () => {
     ["/idp/authorize?response_type=code&client_id=dqs-dev", {}],
     ["/idp/authorize", { method: "POST", body: new URLSearchParams({ username: "mallory" }) }],
     ["/idp/token", { method: "POST", body: new URLSearchParams({ grant_type: "authorization_code" }) }],
+    // A wrong method too: a 405 would tell that the provider is there.
+    ["/idp/jwks", { method: "DELETE" }],
   ];
 
   async function expectUnreachable(via: Fetch): Promise<void> {

@@ -35,6 +35,9 @@ describe("wrong methods", () => {
     const body = await readEnvelope(response, 405);
     expect(response.headers.get("allow")).toBe(allow);
     expect(body.Status.Message).toContain(`Method ${method} is not allowed`);
+    // Like every response: the request id and the security headers.
+    expect(response.headers.get("x-request-id")).toBeTruthy();
+    expect(response.headers.get("x-content-type-options")).toBe("nosniff");
   });
 
   it("should answer GET /v1/auth/token with 405 and Allow: POST", async () => {

@@ -3,6 +3,7 @@ import type { Hono } from "hono";
 import { cors } from "hono/cors";
 import { createMiddleware } from "hono/factory";
 import { HTTPException } from "hono/http-exception";
+import { methodNotAllowed } from "hono/method-not-allowed";
 import { ConfigError, devIdpEnabled, requestConfig } from "../config";
 import { devIdp } from "../dev-idp/app";
 import type { AppContext, AppEnv } from "./context";
@@ -35,6 +36,7 @@ export function createApp(): OpenAPIHono<AppEnv> {
   // Before withConfig, so that a configuration error's 500 carries the headers too.
   app.use("*", securityHeaders);
   app.use("*", withConfig);
+  app.use("*", methodNotAllowed({ app, onMethodNotAllowed: wrongMethod }));
   // Bearer tokens, not cookies, authorise API calls, so any origin may call them.
   app.use(
     "/v1/*",
@@ -71,40 +73,26 @@ export function createApp(): OpenAPIHono<AppEnv> {
   app.route("/", downloadRoutes);
   app.route("/idp", devIdp as unknown as Hono<AppEnv>);
 
-  app.notFound((c) => notFoundOrWrongMethod(app, c));
+  app.notFound(noSuchEndpoint);
   app.onError((error, c) => errorResponse(error, c));
   return app;
 }
 
-/** 405 with `Allow` when the path exists for other methods, else 404; both in the envelope. */
-function notFoundOrWrongMethod(app: Hono<AppEnv>, c: AppContext) {
-  const path = c.req.path;
-  const allowed = new Set<string>();
+/** A path that exists for other methods: 405 in the envelope, with `Allow` (hono's middleware finds the methods). */
+function wrongMethod(c: AppContext, methods: string[]) {
   // Outside development mode the built-in provider does not exist, not even as a 405.
-  const hidden = (routePath: string) => routePath.startsWith("/idp") && !devIdpEnabled(c.get("config"));
-  for (const route of app.routes) {
-    if (hidden(route.path)) continue;
-    if (route.method === "ALL" || !pathMatches(route.path, path)) continue;
-    allowed.add(route.method);
-    if (route.method === "GET") allowed.add("HEAD");
-  }
-  if (allowed.size > 0 && !allowed.has(c.req.method)) {
-    const allow = [...allowed].sort().join(", ");
-    c.header("Allow", allow);
-    return c.json(envelope(405, `Method ${c.req.method} is not allowed on ${path}; use ${allow}.`), 405);
-  }
-  return c.json(
-    envelope(404, `No such endpoint: ${c.req.method} ${path}. The API is described at /v1/openapi.json.`),
-    404,
-  );
+  if (c.req.path.startsWith("/idp") && !devIdpEnabled(c.get("config"))) return noSuchEndpoint(c);
+  const allow = methods.sort().join(", ");
+  return c.json(envelope(405, `Method ${c.req.method} is not allowed on ${c.req.path}; use ${allow}.`), 405, {
+    Allow: allow,
+  });
 }
 
-function pathMatches(pattern: string, path: string): boolean {
-  const want = pattern.split("/").filter(Boolean);
-  const have = path.split("/").filter(Boolean);
-  const segmentMatches = (part: string, i: number) => part.startsWith(":") || part === have[i];
-  if (want[want.length - 1] === "*") return have.length >= want.length - 1 && want.slice(0, -1).every(segmentMatches);
-  return want.length === have.length && want.every(segmentMatches);
+function noSuchEndpoint(c: AppContext) {
+  return c.json(
+    envelope(404, `No such endpoint: ${c.req.method} ${c.req.path}. The API is described at /v1/openapi.json.`),
+    404,
+  );
 }
 
 /** The one error funnel: known errors become their envelope, anything else a logged, generic 500. */
