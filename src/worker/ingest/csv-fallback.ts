@@ -11,8 +11,8 @@ import type { WorkCounter } from "./work-counter";
  * followed by the delimiter or the line break, papaparse checks for
  * "spaces, then the delimiter" by trimming all the text up to the next
  * delimiter, so a field with k such quotes before m spaces costs k × m
- * (a 160 KB row took 1.4 s; a row at the 8 MiB cap would take hours), and
- * it keeps one error object per such quote (memory for millions). Here
+ * (quadratic in the row: hours at the 8 MiB cap), and it keeps one error
+ * object per such quote (memory for millions). Here
  * that check stops at the first character that is not a space, and a row's
  * quoting errors are kept once. Everything else is papaparse's loop, so the
  * rows, the cursor and which rows are malformed are the same:

@@ -14,11 +14,10 @@ import type { WorkCounter } from "./work-counter";
  * test/ingest/csv-spans.test.ts checks that on random text.
  *
  * Why: cutting every field into a string and every row into an array is
- * most of an upload's CPU time (a 78 MB file has 6 M fields). Here a field
- * is a range of the text, checked where it lies (value-types.ts reads
- * ranges); a string is only cut for a quoted field with `""` in it, or for
- * a row that is passed on whole (the header, a row with the wrong number of
- * fields, a message).
+ * most of an upload's CPU time. Here a field is a range of the text,
+ * checked where it lies (value-types.ts reads ranges); a string is only cut
+ * for a quoted field with `""` in it, or for a row that is passed on whole
+ * (the header, a row with the wrong number of fields, a message).
  */
 
 /** One row's fields: field `i` is `texts[i]` from `starts[i]` to `ends[i]` (exclusive). */
@@ -86,10 +85,9 @@ const CR = 13;
  * (old Mac "\r" files go to papaparse whole).
  *
  * A row without a double quote in it is split with the platform's
- * `indexOf` (a native search, several times faster than reading character
- * by character in JavaScript); inside it, a CR or LF that is not the line
- * ending is data, as papaparse reads it. A row with a quote in it is read
- * character by character.
+ * `indexOf` (a native search, not a JavaScript loop over characters);
+ * inside it, a CR or LF that is not the line ending is data, as papaparse
+ * reads it. A row with a quote in it is read character by character.
  *
  * Each search starts where the last one of its kind stopped, or later, and
  * the next quote and the next delimiter are kept across rows, so every

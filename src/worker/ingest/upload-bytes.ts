@@ -33,7 +33,7 @@ export interface UploadBytes {
   cancel(): Promise<void>;
 }
 
-// 8 KiB of gzip inflates to at most about 8 MiB, and usually to 30-80 KiB of CSV.
+// Inflated a slice at a time: 8 KiB of gzip inflates to at most about 8 MiB.
 const GZIP_SLICE_BYTES = 8 * 1024;
 const GZIP_MAGIC = [0x1f, 0x8b] as const;
 const GZIP_TRAILER_BYTES = 8;

@@ -173,10 +173,10 @@ function isFailure(value: unknown): value is MultipartFailure {
 }
 
 /**
- * Network bodies arrive in pieces of a few KiB (about 4 KiB under workerd), and every piece costs a
- * trip through busboy's Node streams and through each consumer of the file (hash, R2, parser). A
- * byte stream (as a request body is) is therefore read BYOB in pieces of at least `BODY_READ_MIN_BYTES`;
- * any other stream is read as it comes.
+ * Network bodies arrive in pieces of a few KiB, and every piece costs a trip through busboy's Node
+ * streams and through each consumer of the file (hash, R2, parser). A byte stream (as a request body
+ * is) is therefore read BYOB in pieces of at least `BODY_READ_MIN_BYTES`; any other stream is read as
+ * it comes.
  */
 export const BODY_READ_MIN_BYTES = 1024 * 1024;
 

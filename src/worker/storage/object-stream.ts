@@ -6,9 +6,8 @@ export const LARGE_RANGE_BYTES = 8 * 1024 * 1024;
 /**
  * An R2 object's bytes as a stream of large chunks, read as ranges, the
  * next one fetched while the current one is consumed; null when the
- * object does not exist. A plain `get().body` arrives in pieces of a few
- * KB under `wrangler dev` (19,000 of them for a 78 MB file), and the
- * per-piece work of a reader then costs more than the parsing itself.
+ * object does not exist. A plain `get().body` can arrive in pieces of a few
+ * KB, and the per-piece work of a reader then costs more than the parsing.
  * Each range is handed on in a task of its own: the prefetched read is
  * already there, and awaiting it alone would let a reader that parses and
  * stores as it goes hold the isolate (and, under `wrangler dev`, every

@@ -13,10 +13,10 @@ const FIRST_BUFFER_SIZE = 64 * 1024;
  * objects go up in one put, large ones as a multipart upload. One part is
  * stored while the next one fills, so the stream keeps flowing during R2's
  * round trips; at most two parts are held in memory, and the buffer of a
- * stored part is filled again (allocating a fresh part buffer per part made the
- * isolate's collector work for every part). The first buffer starts small
- * and grows, so a small object (most query results) holds about its own
- * size. Nothing is visible under the key until `finish`.
+ * stored part is filled again, so no part leaves 5 MiB of garbage behind.
+ * The first buffer starts small and grows, so a small object (most query
+ * results) holds about its own size. Nothing is visible under the key until
+ * `finish`.
  */
 export class R2StreamWriter {
   private buffer = new Uint8Array(FIRST_BUFFER_SIZE);
