@@ -1,3 +1,4 @@
+import { createHmac } from "node:crypto";
 import { beforeAll, describe, expect, it } from "vitest";
 import { signDownloadUrl, verifyDownloadUrl, type DownloadGrant } from "../../src/worker/storage/signed-url";
 
@@ -30,6 +31,17 @@ describe("signDownloadUrl", () => {
     expect(url.searchParams.get("filename")).toBe("orders.csv");
     expect(url.searchParams.get("expires")).toBe(String(NOW + 900));
     expect(url.searchParams.get("signature")).toMatch(/^[A-Za-z0-9_-]{43}$/);
+  });
+
+  it("should sign the key, expiry and file name with HMAC-SHA-256 as node:crypto computes it, so issued links stay valid across releases", async () => {
+    const secret = crypto.getRandomValues(new Uint8Array(32));
+    const rawKey = await crypto.subtle.importKey("raw", secret, { name: "HMAC", hash: "SHA-256" }, false, ["sign"]);
+    const grant = { key: "results/a b+c%d.csv", filename: 'ünïcödé & "quotes".csv', expires: NOW + 1 };
+
+    const url = await signed(grant, rawKey);
+
+    const text = `dqs-download-v1\n${grant.key}\n${grant.expires}\n${grant.filename}`;
+    expect(url.searchParams.get("signature")).toBe(createHmac("sha256", secret).update(text).digest("base64url"));
   });
 });
 
