@@ -3,53 +3,96 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { httpLogin } from "./support/http-login";
 import { startWranglerDev, type DevServer } from "./support/wrangler-dev";
 
-let server: DevServer;
-let token: string;
+/** A running service and a fetch that sends its logged-in user's token. */
+interface Service {
+  server: DevServer;
+  api(path: string, init?: RequestInit): Promise<Response>;
+}
 
+const ACCOUNT = "e2e-carol";
 const CSV = 'id,name,amount,day,ok\n1,"Smith, J",10.5,2024-01-02,true\n2,Ünïcode "q",3,2024-02-03,false\n3,,7.25,,1\n';
+const plain = new TextEncoder().encode(CSV);
+const gzipped = new Uint8Array(gzipSync(plain));
 
-const api = (path: string, init: RequestInit = {}) =>
-  fetch(`${server.url}${path}`, {
-    ...init,
-    redirect: "manual",
-    headers: { authorization: `Bearer ${token}`, ...(init.headers as Record<string, string>) },
-  });
+/** Starts `wrangler dev` with `vars` and logs the account in. */
+async function serve(vars: Record<string, string> = {}): Promise<Service> {
+  const server = await startWranglerDev(vars);
+  const token = (await httpLogin(server.url, ACCOUNT)).accessToken;
+  return {
+    server,
+    api: (path, init = {}) =>
+      fetch(`${server.url}${path}`, {
+        ...init,
+        redirect: "manual",
+        headers: { authorization: `Bearer ${token}`, ...(init.headers as Record<string, string>) },
+      }),
+  };
+}
 
-function upload(path: string, bytes: Uint8Array, filename: string) {
+function upload(service: Service, path: string, bytes: Uint8Array, filename: string) {
   const form = new FormData();
   form.append("Data", new Blob([bytes]), filename);
-  return api(path, { method: "POST", body: form });
+  return service.api(path, { method: "POST", body: form });
 }
 
 async function envelope(response: Response) {
   return (await response.json()) as { Status: { Code: number; Message: string }; Data?: Record<string, unknown> };
 }
 
+/** The storage endpoint's view of a data item in the sales dataset. */
+async function storage(service: Service, name: string) {
+  const response = await service.api(`/v1/data/${ACCOUNT}/sales/${name}/metadata/storage`);
+  expect(response.status).toBe(200);
+  return (await envelope(response)).Data as { QueryReady: boolean; ColumnImageBytes: number[] | null };
+}
+
+/** Runs the join of the two items, checks its result CSV and Size, and gives its status. */
+async function runJoin(service: Service): Promise<Record<string, unknown>> {
+  const submitted = await service.api("/v1/query", {
+    method: "POST",
+    headers: { "content-type": "application/json", prefer: "wait=20" },
+    body: JSON.stringify({
+      Sql: `SELECT g.name, g.amount, o.day FROM "${ACCOUNT}".sales.orders_gz g JOIN \`${ACCOUNT}.sales.orders.csv\` o ON o.id = g.id WHERE g.ok = 1 ORDER BY g.amount DESC`,
+    }),
+  });
+  expect(submitted.status).toBe(200);
+  const queryId = String((await envelope(submitted)).Data?.QueryId);
+
+  const status = (await envelope(await service.api(`/v1/query/${queryId}/status`))).Data!;
+  expect(status).toMatchObject({ Status: "succeeded", RowCount: 2 });
+
+  const redirect = await service.api(`/v1/query/${queryId}/results/rawdata`);
+  expect(redirect.status).toBe(302);
+  const result = await (await fetch(redirect.headers.get("location")!)).text();
+  expect(result).toBe('name,amount,day\n"Smith, J",10.5,2024-01-02\n,7.25,\n');
+  expect(status.Size).toBe(new TextEncoder().encode(result).byteLength);
+  return status;
+}
+
+// The catalog and the column-image path share one service (images built as uploaded); the CSV path has its own.
+let service: Service;
+
 beforeAll(async () => {
-  server = await startWranglerDev();
-  token = (await httpLogin(server.url, "e2e-carol")).accessToken;
+  service = await serve();
 }, 180_000);
 
 afterAll(async () => {
-  await server?.stop();
+  await service?.server.stop();
 });
 
 describe("catalog against wrangler dev", () => {
-  const plain = new TextEncoder().encode(CSV);
-  const gzipped = new Uint8Array(gzipSync(plain));
-
   it("should create a dataset and upload a plain and a gzipped CSV through multipart", async () => {
-    expect((await api("/v1/dataset/e2e-carol/sales", { method: "PUT" })).status).toBe(201);
-    const first = await upload("/v1/data/e2e-carol/sales/orders.csv", plain, "orders.csv");
+    expect((await service.api(`/v1/dataset/${ACCOUNT}/sales`, { method: "PUT" })).status).toBe(201);
+    const first = await upload(service, "/v1/data/e2e-carol/sales/orders.csv", plain, "orders.csv");
     expect(first.status).toBe(200);
     expect((await envelope(first)).Status.Message).toContain("3 rows");
-    const second = await upload("/v1/data/e2e-carol/sales/orders_gz", gzipped, "orders.csv.gz");
+    const second = await upload(service, "/v1/data/e2e-carol/sales/orders_gz", gzipped, "orders.csv.gz");
     expect(second.status).toBe(200);
     expect((await envelope(second)).Status.Message).toContain("gzip");
   });
 
   it("should list the data items and the dataset", async () => {
-    const items = await envelope(await api("/v1/dataset/e2e-carol/sales/data"));
+    const items = await envelope(await service.api("/v1/dataset/e2e-carol/sales/data"));
     expect(items.Data).toEqual({
       DataCount: 2,
       DataList: [
@@ -62,7 +105,7 @@ describe("catalog against wrangler dev", () => {
         expect.objectContaining({ AccountName: "e2e-carol", DatasetName: "sales", DataName: "orders_gz", RowCount: 3 }),
       ],
     });
-    const datasets = await envelope(await api("/v1/me/datasets"));
+    const datasets = await envelope(await service.api("/v1/me/datasets"));
     expect(datasets.Data).toEqual({
       DatasetCount: 1,
       DatasetList: [{ AccountName: "e2e-carol", DatasetName: "sales" }],
@@ -70,7 +113,7 @@ describe("catalog against wrangler dev", () => {
   });
 
   it("should return the generated schema with the detected delivery type", async () => {
-    const body = await envelope(await api("/v1/data/e2e-carol/sales/orders_gz/metadata/schema"));
+    const body = await envelope(await service.api("/v1/data/e2e-carol/sales/orders_gz/metadata/schema"));
     const schema = JSON.parse(String(body.Data?.Schema)) as {
       TableDefinition: { Columns: { Name: string; DataType: { DataType: string } }[] };
       DataSpecification: { DeliveryType: string };
@@ -90,7 +133,7 @@ describe("catalog against wrangler dev", () => {
       ["orders.csv", plain],
       ["orders_gz", gzipped],
     ] as const) {
-      const redirect = await api(`/v1/data/e2e-carol/sales/${name}/rawdata`);
+      const redirect = await service.api(`/v1/data/e2e-carol/sales/${name}/rawdata`);
       expect(redirect.status).toBe(302);
       const download = await fetch(redirect.headers.get("location")!);
       expect(download.status).toBe(200);
@@ -99,39 +142,68 @@ describe("catalog against wrangler dev", () => {
   });
 });
 
-describe("queries against wrangler dev", () => {
-  it("should run a query in the queue consumer with sql.js and serve its result", async () => {
-    const submitted = await api("/v1/query", {
-      method: "POST",
-      headers: { "content-type": "application/json", prefer: "wait=20" },
-      body: JSON.stringify({
-        Sql: 'SELECT g.name, g.amount, o.day FROM "e2e-carol".sales.orders_gz g JOIN `e2e-carol.sales.orders.csv` o ON o.id = g.id WHERE g.ok = 1 ORDER BY g.amount DESC',
-      }),
-    });
-    expect(submitted.status).toBe(200);
-    const queryId = String((await envelope(submitted)).Data?.QueryId);
+/** Polls the storage endpoint until both items are query-ready (their column images are built). */
+async function untilQueryReady(on: Service): Promise<void> {
+  const deadline = Date.now() + 60_000;
+  for (;;) {
+    const items = await Promise.all(["orders.csv", "orders_gz"].map((name) => storage(on, name)));
+    if (items.every((item) => item.QueryReady)) return;
+    if (Date.now() > deadline) throw new Error("the column images were not built within 60 s");
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+}
 
-    const status = await envelope(await api(`/v1/query/${queryId}/status`));
-    expect(status.Data).toMatchObject({ Status: "succeeded", RowCount: 2 });
+describe("queries against wrangler dev, reading column images", () => {
+  beforeAll(() => untilQueryReady(service), 90_000);
 
-    const redirect = await api(`/v1/query/${queryId}/results/rawdata`);
-    expect(redirect.status).toBe(302);
-    const result = await (await fetch(redirect.headers.get("location")!)).text();
-    expect(result).toBe('name,amount,day\n"Smith, J",10.5,2024-01-02\n,7.25,\n');
-    expect(status.Data?.Size).toBe(new TextEncoder().encode(result).byteLength);
+  it("should run a join in the queue consumer with sql.js on the items' column images, parsing no CSV", async () => {
+    const gz = (await storage(service, "orders_gz")).ColumnImageBytes!;
+    const csv = (await storage(service, "orders.csv")).ColumnImageBytes!;
+    expect([gz.length, csv.length]).toEqual([5, 5]);
+
+    const status = await runJoin(service);
+
+    // BytesLoaded counts the column images attached and the CSV parsed (none). A table's images are those of the
+    // columns whose names the query mentions anywhere: all five, for both items.
+    const images = [...gz, ...csv].reduce((sum, bytes) => sum + bytes, 0);
+    expect(status).toMatchObject({ Engine: "sqljs", BytesLoaded: images });
   });
 
   it("should end a query that is not read-only as failed with the reason", async () => {
-    const submitted = await api("/v1/query", {
+    const submitted = await service.api("/v1/query", {
       method: "POST",
       headers: { "content-type": "application/json", prefer: "wait=20" },
-      body: JSON.stringify({ Sql: 'WITH x AS (SELECT 1) DELETE FROM "e2e-carol".sales.orders_gz' }),
+      body: JSON.stringify({ Sql: `WITH x AS (SELECT 1) DELETE FROM "${ACCOUNT}".sales.orders_gz` }),
     });
     const queryId = String((await envelope(submitted)).Data?.QueryId);
-    const status = await envelope(await api(`/v1/query/${queryId}/status`));
+    const status = await envelope(await service.api(`/v1/query/${queryId}/status`));
     expect(status.Data).toMatchObject({ Status: "failed" });
     expect(String(status.Data?.Message)).toContain("read-only");
-    const results = await api(`/v1/query/${queryId}/results/rawdata`);
+    const results = await service.api(`/v1/query/${queryId}/results/rawdata`);
     expect(results.status).toBe(400);
+  });
+});
+
+describe("queries against wrangler dev with COLUMN_IMAGES=off, reading the CSV", () => {
+  let csvOnly: Service;
+
+  beforeAll(async () => {
+    csvOnly = await serve({ COLUMN_IMAGES: "off" });
+    expect((await csvOnly.api(`/v1/dataset/${ACCOUNT}/sales`, { method: "PUT" })).status).toBe(201);
+    expect((await upload(csvOnly, `/v1/data/${ACCOUNT}/sales/orders.csv`, plain, "orders.csv")).status).toBe(200);
+    expect((await upload(csvOnly, `/v1/data/${ACCOUNT}/sales/orders_gz`, gzipped, "orders.csv.gz")).status).toBe(200);
+  }, 180_000);
+
+  afterAll(async () => {
+    await csvOnly?.server.stop();
+  });
+
+  it("should run the same join in sql.js on both items' CSV, and build no column images", async () => {
+    const status = await runJoin(csvOnly);
+
+    // Both items' CSV, as parsed (after gzip), and no image.
+    expect(status).toMatchObject({ Engine: "sqljs", BytesLoaded: 2 * plain.byteLength });
+    for (const name of ["orders.csv", "orders_gz"])
+      expect(await storage(csvOnly, name)).toMatchObject({ QueryReady: false, ColumnImageBytes: null });
   });
 });

@@ -1,5 +1,5 @@
 import { spawnSync } from "node:child_process";
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -104,6 +104,14 @@ beforeAll(() => {
 
 const FILES = ["facts", "dims"] as const;
 
+/** The bytes of CSV a query parses when it reads no column image: each file it names, once. */
+function csvBytes(sql: string): number {
+  return FILES.reduce(
+    (sum, name) => sum + (sql.includes(`{${name}}`) ? statSync(join(work, `${name}.csv`)).size : 0),
+    0,
+  );
+}
+
 /** Starts the service, logs in, uploads both files; with images on, waits until both are query-ready. */
 async function serve(vars: Record<string, string>): Promise<Target> {
   const server = await startWranglerDev(vars);
@@ -175,5 +183,9 @@ comparison.each([
     expectSameRows(answer.rows, sqlite3(sql));
     // A query that names no data item always runs in sql.js.
     expect(answer.engine).toBe(sql.includes("{facts}") ? engine : "sqljs");
+    // BytesLoaded: reading the CSV, each file the query names, parsed whole once; reading images, the images' bytes
+    // instead (test/e2e/catalog-query.e2e.ts checks that figure exactly).
+    if (mode === "CSV") expect(answer.status.BytesLoaded).toBe(csvBytes(sql));
+    if (mode === "column images" && csvBytes(sql) > 0) expect(answer.status.BytesLoaded).not.toBe(csvBytes(sql));
   });
 });

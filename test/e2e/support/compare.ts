@@ -6,7 +6,7 @@ import { expect } from "vitest";
 export interface DqsAnswer {
   rows: string[][];
   engine: string;
-  status: { Status: string; Message: string; Engine: string };
+  status: { Status: string; Message: string; Engine: string; BytesLoaded: number };
 }
 
 /** Runs SQL through the service (submit with Prefer: wait, status, signed download) and parses the result CSV. */
