@@ -1697,7 +1697,7 @@ export interface components {
             Size: number;
             /** @description Rows in the result */
             RowCount: number | null;
-            /** @description Bytes of CSV the query loaded */
+            /** @description Bytes the query loaded: the CSV it parsed (after gzip) and the column images it attached; in a table store, the other data items it brought in */
             BytesLoaded: number | null;
             /** @description Peak memory the query held in sql.js (WebAssembly heap, database pages, column images); null for a query run in a table store */
             PeakMemoryBytes: number | null;

@@ -118,7 +118,10 @@ const QueryStatusData = z
     Message: z.string().openapi({ description: "What the query is doing, or why it failed" }),
     Size: z.number().int().openapi({ format: "int64", description: "Result file size in bytes; 0 until it succeeds" }),
     RowCount: z.number().int().nullable().openapi({ description: "Rows in the result" }),
-    BytesLoaded: z.number().int().nullable().openapi({ description: "Bytes of CSV the query loaded" }),
+    BytesLoaded: z.number().int().nullable().openapi({
+      description:
+        "Bytes the query loaded: the CSV it parsed (after gzip) and the column images it attached; in a table store, the other data items it brought in",
+    }),
     PeakMemoryBytes: z.number().int().nullable().openapi({
       description:
         "Peak memory the query held in sql.js (WebAssembly heap, database pages, column images); null for a query run in a table store",
