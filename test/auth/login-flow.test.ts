@@ -265,6 +265,29 @@ describe("POST /v1/auth/terms", () => {
     expect(renewed.status).toBe(200);
   });
 
+  it("should offer a Copy button for each token, hidden until this origin's script shows them", async () => {
+    // A limiter of its own: the file's other logins use up the client address's minute.
+    const via = workerWith({ AUTH_RATE_LIMITER: { limit: async () => ({ success: true }) } });
+    const { start } = await loginUntilCallback("terms-copy", "text/html", via);
+
+    const response = await acceptTerms(start.state, start.cookie, "text/html", via);
+
+    const html = await response.text();
+    const buttons = [...html.matchAll(/<button\b[^>]*\bdata-copy="([^"]*)"[^>]*>/g)];
+    expect(buttons.map((match) => match[1])).toEqual(["access-token", "refresh-token"]);
+    // Hidden in the HTML: without JavaScript the page shows just the tokens, in their read-only text areas.
+    for (const [button] of buttons) expect(button).toMatch(/\shidden[\s>]/);
+    expect(tokensFromPage(html).accessToken.split(".")).toHaveLength(3);
+    expect(html).toContain('<script src="/assets/copy-buttons.js"></script>');
+    expect(response.headers.get("content-security-policy")).toContain("script-src 'self'");
+    const script = await call("/assets/copy-buttons.js");
+    expect(script.status).toBe(200);
+    // With nosniff a browser runs the file only if it is served as JavaScript.
+    expect(script.headers.get("content-type")).toBe("text/javascript; charset=utf-8");
+    expect(script.headers.get("x-content-type-options")).toBe("nosniff");
+    expect(await script.text()).toContain("navigator.clipboard.writeText");
+  });
+
   it("should clear the login cookie once the tokens are shown", async () => {
     const { start } = await loginUntilCallback("terms-cookie");
 

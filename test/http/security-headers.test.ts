@@ -40,7 +40,7 @@ const PAGES: [string, () => Promise<Response>][] = [
 ];
 
 describe("HTML pages", () => {
-  it.each(PAGES)("should send %s with a CSP that allows no inline script and no framing", async (_page, open) => {
+  it.each(PAGES)("should send %s with a CSP that allows no inline script and no framing", async (page, open) => {
     const response = await open();
 
     expect(response.headers.get("content-type")).toMatch(/^text\/html/);
@@ -48,8 +48,10 @@ describe("HTML pages", () => {
     expect(csp.get("default-src")).toEqual(["'none'"]);
     expect(csp.get("frame-ancestors")).toEqual(["'none'"]);
     expect(csp.get("base-uri")).toEqual(["'none'"]);
-    expect(csp.get("script-src") ?? []).not.toContain("'unsafe-inline'");
-    expect(csp.get("script-src") ?? []).not.toContain("'unsafe-eval'");
+    // Scripts only of this origin, and only where a page of the route has one: the tokens page's Copy buttons (the
+    // login routes also show the terms page), Swagger UI.
+    const scripts = ["the terms page", "the tokens page", "the API docs"].includes(page);
+    expect(csp.get("script-src")).toEqual(scripts ? ["'self'"] : undefined);
     expect(csp.get("style-src")).toEqual(["'self'"]);
     expect(response.headers.get("referrer-policy")).toBe("no-referrer");
     expect(response.headers.get("x-content-type-options")).toBe("nosniff");
@@ -59,10 +61,11 @@ describe("HTML pages", () => {
 
   it.each(PAGES)(
     "should keep %s free of inline script and style, loading files of this origin only",
-    async (_page, open) => {
+    async (page, open) => {
       const html = await (await open()).text();
 
       expect(html).not.toMatch(/<script(?![^>]*\bsrc=)[^>]*>/);
+      expect(/<script\b/.test(html)).toBe(page === "the tokens page" || page === "the API docs");
       expect(html).not.toMatch(/<style\b|\sstyle=|\son[a-z]+=/i);
       const files = loadedFiles(html);
       expect(files.length).toBeGreaterThan(0);

@@ -9,3 +9,8 @@ declare module "swagger-ui-dist/swagger-ui-bundle.js" {
   const text: string;
   export default text;
 }
+
+declare module "*/copy-buttons.js" {
+  const text: string;
+  export default text;
+}

@@ -6,9 +6,9 @@ type ContentSecurityPolicyOptions = NonNullable<
 >;
 
 /**
- * The policy of every response. HTML pages (login, terms, tokens, the
- * development provider) load only the service's own stylesheet and run no
- * script; JSON and downloads load nothing. No page may be framed. There is
+ * The policy of every response. HTML pages (login, terms, the development
+ * provider) load only the service's own stylesheet and run no script (the
+ * tokens page runs one of its own, below); JSON and downloads load nothing. No page may be framed. There is
  * no form-action: the terms form may end in a redirect to a command line's
  * loopback address, and browsers check form-action on redirects too.
  */
@@ -32,6 +32,13 @@ const DOCS_POLICY: ContentSecurityPolicyOptions = {
   connectSrc: ["'self'", (c: AppContext) => new URL(c.get("config").publicUrl).origin],
 };
 
+/**
+ * The routes that end a login: the tokens page's Copy buttons are a script
+ * served by this Worker (routes/assets.ts); still no inline script. Their
+ * other pages (terms, login ended) load none.
+ */
+const TOKENS_PAGE_POLICY: ContentSecurityPolicyOptions = { ...PAGE_POLICY, scriptSrc: ["'self'"] };
+
 function withPolicy(policy: ContentSecurityPolicyOptions) {
   return secureHeaders({
     contentSecurityPolicy: policy,
@@ -52,3 +59,6 @@ export const securityHeaders = withPolicy(PAGE_POLICY);
 
 /** The same with the docs page's policy; put on that route, it takes precedence over `securityHeaders`. */
 export const docsSecurityHeaders = withPolicy(DOCS_POLICY);
+
+/** The same with the tokens page's policy, for the routes that may end a login with that page. */
+export const tokensPageSecurityHeaders = withPolicy(TOKENS_PAGE_POLICY);

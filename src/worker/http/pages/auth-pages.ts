@@ -10,22 +10,31 @@ export interface ShownTokens {
   RefreshTokenExpiresOn: string;
 }
 
+/** One token: its label with a Copy button (shown by /assets/copy-buttons.js) and the token in a read-only text area. */
+function tokenField(id: string, label: string, expiresOn: string, token: string, rows: number) {
+  return html`<div class="token-head">
+      <label for="${id}">${label} <span class="muted">(expires ${expiresOn})</span></label>
+      <span class="copy-status" id="${id}-status" role="status"></span>
+      <button type="button" class="copy" data-copy="${id}" aria-label="Copy the ${label.toLowerCase()}" hidden>
+        Copy
+      </button>
+    </div>
+    <textarea id="${id}" rows="${rows}" readonly spellcheck="false">${token}</textarea>`;
+}
+
 /** The page that hands a person their tokens after login. */
 export function tokensPage(tokens: ShownTokens) {
   return page(
     "Your tokens",
     html`<h1>Signed in as <span id="account-name">${tokens.accountName}</span></h1>
       <p>Send the access token as <code>Authorization: Bearer &lt;access token&gt;</code>. Keep both tokens secret.</p>
-      <label for="access-token">Access token <span class="muted">(expires ${tokens.AccessTokenExpiresOn})</span></label>
-      <textarea id="access-token" rows="6" readonly>${tokens.AccessToken}</textarea>
-      <label for="refresh-token"
-        >Refresh token <span class="muted">(expires ${tokens.RefreshTokenExpiresOn})</span></label
-      >
-      <textarea id="refresh-token" rows="2" readonly>${tokens.RefreshToken}</textarea>
+      ${tokenField("access-token", "Access token", tokens.AccessTokenExpiresOn, tokens.AccessToken, 6)}
+      ${tokenField("refresh-token", "Refresh token", tokens.RefreshTokenExpiresOn, tokens.RefreshToken, 2)}
       <p class="muted">
         Renew with <code>POST /v1/auth/token</code> and <code>{"RefreshToken": "…"}</code>; each refresh token works
         once. Try it: <code>curl -H "Authorization: Bearer $TOKEN" ${tokens.publicUrl}/v1/me/datasets</code>.
-      </p>`,
+      </p>
+      <script src="/assets/copy-buttons.js"></script>`,
   );
 }
 

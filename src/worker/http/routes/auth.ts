@@ -22,6 +22,7 @@ import { tokenContext, type AppContext, type AppEnv } from "../context";
 import { ApiError, badRequest, unauthorized } from "../errors";
 import { authenticated } from "../middleware/bearer-auth";
 import { authRateLimit } from "../middleware/rate-limit";
+import { tokensPageSecurityHeaders } from "../middleware/security-headers";
 import { createRouter } from "../router";
 import { loginEndedPage, termsPage, tokensPage } from "../pages/auth-pages";
 import { providerFetch } from "../provider-fetch";
@@ -39,6 +40,9 @@ import {
 const LOGIN_COOKIE = "dqs_login";
 
 export const authRoutes = createRouter();
+
+// Both may end a login with the tokens page, whose Copy buttons are a script.
+for (const path of ["/auth/callback", "/auth/terms"]) authRoutes.use(path, tokensPageSecurityHeaders);
 
 async function loginContext(c: AppContext): Promise<LoginContext> {
   const config = c.get("config");
