@@ -9,6 +9,7 @@ import type {
   DatasetInfo,
   DatasetSettings,
   DataStorage,
+  Me,
   Permission,
   QueryState,
   QueryStatus,
@@ -144,6 +145,12 @@ export class DqsClient {
       if (!(error instanceof DqsApiError && error.code === 401)) throw error;
     }
     await this.transport.store.clear();
+  }
+
+  /** GET /me (experimental): the account and user the tokens act for, and the terms version accepted. */
+  async me(): Promise<Me> {
+    const { body } = await this.transport.json("get", "/me");
+    return body.Data;
   }
 
   // --- datasets -----------------------------------------------------------

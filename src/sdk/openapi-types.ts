@@ -378,6 +378,54 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/me": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Who the access token acts for
+         * @description The account, the user (the token's subject) and the terms of service version accepted.
+         */
+        get: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description The caller */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["MeResponse"];
+                    };
+                };
+                /** @description Missing or invalid access token */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["GeneralApiResponse"];
+                    };
+                };
+            };
+        };
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/me/datasets": {
         parameters: {
             query?: never;
@@ -1557,6 +1605,17 @@ export interface components {
         RefreshTokenRequest: {
             /** @description A valid refresh token */
             RefreshToken: string;
+        };
+        MeResponse: {
+            Status: components["schemas"]["ApiResponseStatus"];
+            Data: {
+                /** @description The caller's personal account */
+                AccountName: string;
+                /** @description The caller's user id: the access token's subject (sub) */
+                UserId: string;
+                /** @description The terms of service version the caller accepted */
+                TermsVersion: string;
+            };
         };
         DatasetListResponse: {
             Status: components["schemas"]["ApiResponseStatus"];

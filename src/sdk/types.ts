@@ -15,6 +15,7 @@ export type DatasetSettings = Schemas["DatasetSettings"];
 export type Permission = Schemas["GrantRequest"]["Permission"];
 export type JwtData = Schemas["JwtResponse"]["Data"];
 export type LoginCodeData = Schemas["LoginCodeResponse"]["Data"];
+export type Me = Schemas["MeResponse"]["Data"];
 export type ApiResponseStatus = Schemas["ApiResponseStatus"];
 
 /** The DataSchema structure the Schema string serialises (interface §2.9, DECISIONS §5). */

@@ -1,8 +1,22 @@
+import { env } from "cloudflare:workers";
+import { decodeJwt } from "jose";
 import { describe, expect, it } from "vitest";
 import { DqsApiError } from "../../src/sdk";
 import { loggedInClient, recordingFetch } from "./support";
 
 const CSV = "id,name,amount,day\n1,ann,10.5,2024-01-02\n2,bob,3,2024-02-03\n";
+
+describe("me()", () => {
+  it("should say which account and user the tokens act for, and the terms version accepted", async () => {
+    const { client, account, tokens } = await loggedInClient("sdk-me");
+
+    expect(await client.me()).toEqual({
+      AccountName: account,
+      UserId: decodeJwt(tokens.accessToken).sub,
+      TermsVersion: env.TERMS_VERSION,
+    });
+  });
+});
 
 describe("datasets through the SDK", () => {
   it("should create a dataset once, then report that it exists", async () => {

@@ -81,6 +81,7 @@ export async function authenticate(ctx: TokenContext, accessToken: string): Prom
       accountId: owner.accountId,
       accountName: owner.accountName,
       sessionId: verified.claims.sessionId,
+      termsVersion: ctx.termsVersion,
     },
   };
 }

@@ -7,6 +7,8 @@ export interface Principal {
   accountId: string;
   accountName: string;
   sessionId: string;
+  /** The terms of service version the user accepted (the current one: authentication refuses any other). */
+  termsVersion: string;
 }
 
 export interface IdentityClaims {

@@ -34,6 +34,15 @@ export const JwtResponse = withData(
   }),
 );
 
+export const MeResponse = withData(
+  "MeResponse",
+  z.object({
+    AccountName: z.string().openapi({ description: "The caller's personal account" }),
+    UserId: z.string().openapi({ description: "The caller's user id: the access token's subject (sub)" }),
+    TermsVersion: z.string().openapi({ description: "The terms of service version the caller accepted" }),
+  }),
+);
+
 export const DatasetInfo = z.object({ AccountName: z.string(), DatasetName: z.string() }).openapi("DatasetInfo");
 export const DatasetListResponse = withData(
   "DatasetListResponse",

@@ -3,9 +3,31 @@ import { listVisibleDatasets } from "../../catalog/access";
 import { datasetList } from "../catalog-wire";
 import { authenticated } from "../middleware/bearer-auth";
 import { createRouter } from "../router";
-import { DatasetListResponse, errorResponses, jsonResponse } from "../schemas";
+import { DatasetListResponse, envelope, errorResponses, jsonResponse, MeResponse } from "../schemas";
 
 export const meRoutes = createRouter();
+
+meRoutes.openapi(
+  createRoute({
+    method: "get",
+    path: "/me",
+    tags: ["user", "experimental"],
+    summary: "Who the access token acts for",
+    description: "The account, the user (the token's subject) and the terms of service version accepted.",
+    ...authenticated,
+    responses: {
+      200: jsonResponse(MeResponse, "The caller"),
+      ...errorResponses([401, "Missing or invalid access token"]),
+    },
+  }),
+  (c) => {
+    const { accountName, userId, termsVersion } = c.get("principal");
+    return c.json(
+      { ...envelope(200, "OK"), Data: { AccountName: accountName, UserId: userId, TermsVersion: termsVersion } },
+      200,
+    );
+  },
+);
 
 meRoutes.openapi(
   createRoute({
