@@ -1,6 +1,6 @@
 import { DqsApiError, DqsQueryError } from "./errors";
 import { uploadBody, type UploadData, type UploadOptions } from "./multipart";
-import { columnsOf, parseResultCsv, type ResultColumn, type Row } from "./rows";
+import { columnsOf, parseResultCsv, readCsvHead, type ResultColumn, type Row } from "./rows";
 import { tokenSetFromWire, type TokenSet } from "./tokens";
 import { Transport, type Download, type TransportOptions } from "./transport";
 import type {
@@ -35,12 +35,20 @@ export interface QueryOptions {
   signal?: AbortSignal;
 }
 
-/** A finished query's result as rows, typed by its result schema. */
-export interface QueryRows {
+/** A succeeded query's result (or its first rows) as rows, typed by its result schema. */
+export interface ResultRows {
   queryId: string;
-  status: QueryStatus;
   columns: ResultColumn[];
+  /** The rows' keys, in column order (a repeated column name gets `_2`, `_3`). */
+  names: string[];
   rows: Row[];
+  /** True when rows beyond `limit` were left unread. */
+  more: boolean;
+}
+
+/** A finished query's result as rows, typed by its result schema. */
+export interface QueryRows extends ResultRows {
+  status: QueryStatus;
 }
 
 /** A finished query's result as the CSV byte stream. */
@@ -366,12 +374,19 @@ export class DqsClient {
     return { ...(await this.queryRows(queryId)), status };
   }
 
-  /** A succeeded query's result as rows typed by its result schema (the whole result is read into memory). */
-  async queryRows(queryId: string): Promise<{ queryId: string; columns: ResultColumn[]; rows: Row[] }> {
+  /**
+   * A succeeded query's result as rows typed by its result schema: all of it,
+   * read into memory, or only the first `limit` rows (the rest is not downloaded).
+   */
+  async queryRows(queryId: string, options: { limit?: number } = {}): Promise<ResultRows> {
     const [schema, result] = await Promise.all([this.queryResultSchema(queryId), this.queryResult(queryId)]);
     const columns = columnsOf(schema);
-    const { rows } = parseResultCsv(await new Response(result.body).text(), columns);
-    return { queryId, columns, rows };
+    const { text, more } =
+      options.limit === undefined
+        ? { text: await new Response(result.body).text(), more: false }
+        : await readCsvHead(result.body, options.limit);
+    const { names, rows } = parseResultCsv(text, columns);
+    return { queryId, columns, names, rows, more };
   }
 
   /** Submits SQL and waits until the query has succeeded; returns its final status (see waitForQuery). */

@@ -44,6 +44,50 @@ export function parseResultCsv(text: string, columns: ResultColumn[]): { names: 
   return { names, rows };
 }
 
+/**
+ * The header and the first `limit` records of a result CSV stream, as text;
+ * reading stops there, so the rest is never downloaded. A record ends at a
+ * line end outside quotes: quotes inside a quoted field come doubled, so
+ * their count alone tells whether a line end is inside one.
+ */
+export async function readCsvHead(
+  body: ReadableStream<Uint8Array>,
+  limit: number,
+): Promise<{ text: string; more: boolean }> {
+  const reader = body.getReader();
+  const decoder = new TextDecoder();
+  const chunks: string[] = [];
+  let ends = 0;
+  let quoted = false;
+  try {
+    for (;;) {
+      const { done, value: bytes } = await reader.read();
+      if (done) return { text: chunks.join("") + decoder.decode(), more: false };
+      const value = decoder.decode(bytes, { stream: true });
+      for (let i = 0; i < value.length; i++) {
+        const code = value.charCodeAt(i);
+        if (code === 0x22) quoted = !quoted;
+        // The header's line end, then one per record.
+        else if (code === 0x0a && !quoted && ++ends > limit) {
+          chunks.push(value.slice(0, i + 1));
+          return { text: chunks.join(""), more: i + 1 < value.length || (await hasMore(reader)) };
+        }
+      }
+      chunks.push(value);
+    }
+  } finally {
+    await reader.cancel().catch(() => undefined);
+  }
+}
+
+async function hasMore(reader: ReadableStreamDefaultReader<Uint8Array>): Promise<boolean> {
+  for (;;) {
+    const { done, value } = await reader.read();
+    if (done) return false;
+    if (value.byteLength > 0) return true;
+  }
+}
+
 function uniqueNames(header: string[]): string[] {
   const seen = new Map<string, number>();
   return header.map((name) => {

@@ -47,6 +47,22 @@ describe("query()", () => {
     expect(result.size).toBe(result.status.Size);
   });
 
+  it("should read only the first rows with a limit, saying whether more follow, and name them in column order", async () => {
+    const status = await client.runQuery(`SELECT name AS z, id AS "1" FROM ${table} ORDER BY id`);
+
+    const first = await client.queryRows(status.QueryId, { limit: 1 });
+    expect(first).toMatchObject({ names: ["z", "1"], rows: [{ z: "Smith, J", 1: 1 }], more: true });
+    const all = await client.queryRows(status.QueryId, { limit: 2 });
+    expect(all).toMatchObject({
+      rows: [
+        { z: "Smith, J", 1: 1 },
+        { z: null, 1: 2 },
+      ],
+      more: false,
+    });
+    expect(await client.queryRows(status.QueryId)).toEqual(all);
+  });
+
   it("should throw a DqsQueryError with the reason when the query fails", async () => {
     const error = (await client.query(`DELETE FROM ${table}`).catch((e: unknown) => e)) as DqsQueryError;
 

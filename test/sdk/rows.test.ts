@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { convert, filenameOf, parseResultCsv, tokenSetFromWire } from "../../src/sdk";
+import { convert, filenameOf, parseResultCsv, readCsvHead, tokenSetFromWire } from "../../src/sdk";
 
 describe("parseResultCsv", () => {
   it("should keep a row whose only field is NULL, and drop only the final line end", () => {
@@ -26,6 +26,58 @@ describe("parseResultCsv", () => {
 
   it("should return no rows for a result with only a header", () => {
     expect(parseResultCsv("a,b\n", []).rows).toEqual([]);
+  });
+});
+
+/** `text` as a byte stream in chunks of `size` bytes, counting the chunks read and whether it was cancelled. */
+function chunked(text: string, size: number) {
+  const bytes = new TextEncoder().encode(text);
+  const seen = { pulled: 0, cancelled: false, chunks: Math.ceil(bytes.length / size) };
+  let at = 0;
+  const body = new ReadableStream<Uint8Array>(
+    {
+      pull(controller) {
+        if (at >= bytes.length) return controller.close();
+        seen.pulled++;
+        controller.enqueue(bytes.slice(at, at + size));
+        at += size;
+      },
+      cancel() {
+        seen.cancelled = true;
+      },
+    },
+    { highWaterMark: 0 },
+  );
+  return { body, seen };
+}
+
+describe("readCsvHead", () => {
+  const csv = 'id,note\n1,"line\nbreak, ""quoted"""\n2,\n3,"Ünï\n\ny"\n4,plain\n';
+
+  it("should stop after the header and `limit` records, line ends inside quotes included, and say more follow", async () => {
+    for (const size of [1, 3, 7, csv.length]) {
+      const { body, seen } = chunked(`${csv}${"5,more\n".repeat(1000)}`, size);
+
+      const head = await readCsvHead(body, 3);
+
+      expect(head).toEqual({ text: 'id,note\n1,"line\nbreak, ""quoted"""\n2,\n3,"Ünï\n\ny"\n', more: true });
+      expect(parseResultCsv(head.text, []).rows).toEqual([
+        { id: "1", note: 'line\nbreak, "quoted"' },
+        { id: "2", note: null },
+        { id: "3", note: "Ünï\n\ny" },
+      ]);
+      expect(seen.cancelled).toBe(true);
+      expect(seen.pulled).toBeLessThan(seen.chunks);
+    }
+  });
+
+  it("should read a result with no more than `limit` rows to its end and say nothing more follows", async () => {
+    for (const limit of [4, 5]) {
+      const { body } = chunked(csv, 2);
+
+      expect(await readCsvHead(body, limit)).toEqual({ text: csv, more: false });
+    }
+    expect(await readCsvHead(chunked("a\n1\n", 1).body, 0)).toEqual({ text: "a\n", more: true });
   });
 });
 

@@ -6,12 +6,24 @@ import { randomBytes } from "node:crypto";
 import { pipeline } from "node:stream/promises";
 import { Readable } from "node:stream";
 import ora from "ora";
-import type { DqsClient, QueryState, QueryStatus, Row } from "../../sdk";
+import type { DqsClient, QueryState, QueryStatus } from "../../sdk";
 import { Context, UsageError } from "../context";
-import { bytes, details, json, oneLine, table, write } from "../output";
+import { bytes, details, hiddenNote, json, layoutTable, oneLine, table, terminalWidth } from "../output";
 import { nodeStream, saveDownload } from "./data";
 
 type Format = "csv" | "json" | "table";
+
+interface QueryCommandOptions {
+  wait: boolean | string | undefined;
+  output?: string;
+  format?: Format;
+  limit?: string;
+}
+
+/** Rows a table shows when neither a terminal nor --limit says how many. */
+const TABLE_ROWS_ELSEWHERE = 1000;
+/** Lines of a screen a table leaves free: the query's summary above it, its header, the note below it, the prompt. */
+const SCREEN_LINES_AROUND_TABLE = 4;
 
 /** `dqs query`, `dqs status`, `dqs cancel`, `dqs queries`. */
 export function queryCommands(program: Command): void {
@@ -22,6 +34,10 @@ export function queryCommands(program: Command): void {
     .option("--wait [seconds]", "how long to wait for the result (default 300; 0: only submit, as --no-wait)")
     .option("--no-wait", "only submit the query and print its id")
     .option("-o, --output <file>", "write the result to this file")
+    .option(
+      "--limit <n>",
+      `table format: show at most this many rows (default: a screenful at a terminal, else ${TABLE_ROWS_ELSEWHERE})`,
+    )
     .addOption(
       new Option("--format <format>", "csv, json or table (default: table at a terminal, else csv)").choices([
         "csv",
@@ -29,12 +45,8 @@ export function queryCommands(program: Command): void {
         "table",
       ]),
     )
-    .action(
-      async (
-        sql: string,
-        options: { wait: boolean | string | undefined; output?: string; format?: Format },
-        command: Command,
-      ) => query(Context.of(command), sql, options),
+    .action(async (sql: string, options: QueryCommandOptions, command: Command) =>
+      query(Context.of(command), sql, options),
     );
 
   program
@@ -83,14 +95,13 @@ export function queryCommands(program: Command): void {
     });
 }
 
-async function query(
-  ctx: Context,
-  sql: string,
-  options: { wait: boolean | string | undefined; output?: string; format?: Format },
-): Promise<void> {
+async function query(ctx: Context, sql: string, options: QueryCommandOptions): Promise<void> {
   const client = await ctx.client();
   const wait = typeof options.wait === "string" ? Number(options.wait) : 300;
   if (!Number.isFinite(wait) || wait < 0) throw new UsageError("--wait must be a number of seconds (0: do not wait).");
+  const limit = options.limit === undefined ? undefined : Number(options.limit);
+  if (limit !== undefined && !(Number.isSafeInteger(limit) && limit > 0))
+    throw new UsageError("--limit must be a whole number of rows, at least 1.");
   if (options.wait === false || wait === 0) {
     const { queryId, message } = await client.submitQuery(sql, { idempotencyKey: crypto.randomUUID() });
     await ctx.print({ QueryId: queryId, Message: message }, () => `${queryId}\n`);
@@ -98,8 +109,11 @@ async function query(
   }
   const format: Format =
     options.format ?? (ctx.json ? "json" : options.output || !process.stdout.isTTY ? "csv" : "table");
+  if (limit !== undefined && format !== "table")
+    throw new UsageError(`--limit is for the table format; ${format} holds every row (add --format table).`);
 
   const status = await withSpinner((onStatus) => client.runQuery(sql, { wait, onStatus }));
+  if (format === "table") return printTable(ctx, client, status, options.output, limit);
   await writeResult(client, status, format, options.output);
   if (options.output) await ctx.note(`Wrote ${status.RowCount ?? "the"} rows (${format}) to ${options.output}.`);
 }
@@ -135,7 +149,7 @@ async function withSpinner(
   }
 }
 
-async function writeResult(client: DqsClient, status: QueryStatus, format: Format, output: string | undefined) {
+async function writeResult(client: DqsClient, status: QueryStatus, format: "csv" | "json", output: string | undefined) {
   if (format === "csv") {
     const download = await client.queryResult(status.QueryId);
     // A result worth waiting for gets a progress bar; a small one would only flash it.
@@ -150,31 +164,68 @@ async function writeResult(client: DqsClient, status: QueryStatus, format: Forma
     else await pipeline(nodeStream(download), process.stdout, { end: false });
     return;
   }
-  const { columns, rows } = await client.queryRows(status.QueryId);
-  const text =
-    format === "json"
-      ? json(rows)
-      : renderTable(
-          columns.map((c) => c.name),
-          rows,
-        );
-  if (!output) return write(process.stdout, text);
+  const { rows } = await client.queryRows(status.QueryId);
+  await emit([json(rows)], output);
+}
+
+/**
+ * The result's first rows as a table: a screenful at a terminal (else
+ * TABLE_ROWS_ELSEWHERE, or --limit), fitted to the terminal's width; only
+ * those rows are downloaded. A note on stderr says what was left out.
+ */
+async function printTable(
+  ctx: Context,
+  client: DqsClient,
+  status: QueryStatus,
+  output: string | undefined,
+  limit: number | undefined,
+): Promise<void> {
+  const atTerminal = !output && process.stdout.isTTY;
+  const screenful = Math.max(1, (process.stdout.rows || 24) - SCREEN_LINES_AROUND_TABLE);
+  const rowsToShow = limit ?? (atTerminal ? screenful : TABLE_ROWS_ELSEWHERE);
+  const { columns, names, rows, more } = await client.queryRows(status.QueryId, { limit: rowsToShow });
+  if (columns.length === 0) return;
+  const { layout, lines } = layoutTable(
+    names,
+    rows.map((row) => names.map((name) => row[name] ?? "NULL")),
+    atTerminal ? terminalWidth() : undefined,
+  );
+  await emit(batches(lines), output);
+  const notes = hiddenNote(layout);
+  if (more) {
+    const left = status.RowCount === null ? "More rows" : `${status.RowCount - rows.length} more rows`;
+    const all = status.RowCount === null ? "" : ` (${status.RowCount} in all)`;
+    await ctx.note(
+      `${notes}${left} not shown${all}: show more with --limit N, or save them all with --format csv -o FILE.`,
+    );
+  } else if (notes) await ctx.note(notes.trimEnd());
+  if (output) await ctx.note(`Wrote ${rows.length} rows (table) to ${output}.`);
+}
+
+/** Lines joined into chunks of about 64 kB, so that neither a write per line nor one huge string is needed. */
+function* batches(lines: Iterable<string>): Generator<string> {
+  let chunk = "";
+  for (const line of lines) {
+    chunk += `${line}\n`;
+    if (chunk.length >= 65_536) {
+      yield chunk;
+      chunk = "";
+    }
+  }
+  if (chunk) yield chunk;
+}
+
+/** Writes text to standard output, or to a file that appears (by a rename) only once complete. */
+async function emit(chunks: Iterable<string>, output: string | undefined): Promise<void> {
+  if (!output) return pipeline(Readable.from(chunks), process.stdout, { end: false });
   const temporary = join(dirname(output), `.${basename(output)}.${randomBytes(4).toString("hex")}.part`);
   try {
-    await pipeline(Readable.from([text]), createWriteStream(temporary));
+    await pipeline(Readable.from(chunks), createWriteStream(temporary));
     await rename(temporary, output);
   } catch (error) {
     await rm(temporary, { force: true });
     throw error;
   }
-}
-
-function renderTable(names: string[], rows: Row[]): string {
-  if (names.length === 0) return "";
-  return table(
-    names,
-    rows.map((row) => Object.values(row).map((value) => (value === null ? "NULL" : value))),
-  );
 }
 
 function describeStatus(status: QueryStatus): string {

@@ -2,6 +2,7 @@ import { spawn, spawnSync, type ChildProcess } from "node:child_process";
 import { mkdtempSync, readFileSync, statSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
+import { stripVTControlCharacters } from "node:util";
 
 const ROOT = resolve(import.meta.dirname, "../../..");
 
@@ -66,10 +67,15 @@ export interface RunningCli {
   result: Promise<CliResult>;
 }
 
-/** Starts `dqs` with the given arguments as a separate Node process, as a user's shell would. */
-export function startCli(cli: string, args: string[], options: CliOptions): RunningCli {
+function cliEnv(options: CliOptions): NodeJS.ProcessEnv {
   const env: NodeJS.ProcessEnv = { ...process.env, HOME: options.home, NO_COLOR: "1", ...options.env };
   for (const name of ["DQS_URL", "DQS_PROFILE"]) if (!options.env?.[name]) delete env[name];
+  return env;
+}
+
+/** Starts `dqs` with the given arguments as a separate Node process, as a user's shell would. */
+export function startCli(cli: string, args: string[], options: CliOptions): RunningCli {
+  const env = cliEnv(options);
   const child = spawn(process.execPath, [cli, ...args], { cwd: options.cwd ?? options.home, env });
   let stdout = "";
   let stderr = "";
@@ -119,4 +125,39 @@ export function startCli(cli: string, args: string[], options: CliOptions): Runn
 /** Runs `dqs` to the end. */
 export function runCli(cli: string, args: string[], options: CliOptions): Promise<CliResult> {
   return startCli(cli, args, options).result;
+}
+
+/** Whether util-linux `script`, which gives a command a pseudo-terminal, is installed. */
+export const hasScript = spawnSync("script", ["--version"]).status === 0;
+
+/**
+ * Runs `dqs` at a terminal of `rows` × `columns` (a pseudo-terminal made by
+ * util-linux `script`), as a person would. Returns the exit code and the lines
+ * the terminal shows, stdout and stderr together, with the control sequences
+ * (the spinner's redraws) taken out and each line as its last redraw left it.
+ */
+export function runCliAtTerminal(
+  cli: string,
+  args: string[],
+  options: CliOptions & { rows: number; columns: number },
+): Promise<{ code: number | null; lines: string[] }> {
+  const quote = (word: string) => `'${word.replace(/'/g, "'\\''")}'`;
+  const command = `stty rows ${options.rows} cols ${options.columns}; exec ${[process.execPath, cli, ...args].map(quote).join(" ")}`;
+  const child = spawn("script", ["--quiet", "--return", "--command", command, "/dev/null"], {
+    cwd: options.cwd ?? options.home,
+    env: cliEnv(options),
+    stdio: ["ignore", "pipe", "inherit"],
+  });
+  let output = "";
+  child.stdout.on("data", (chunk: Buffer) => (output += chunk.toString()));
+  return new Promise((done) =>
+    child.on("close", (code) =>
+      done({
+        code,
+        lines: stripVTControlCharacters(output)
+          .split("\n")
+          .map((line) => line.replace(/\r$/, "").split("\r").at(-1)!),
+      }),
+    ),
+  );
 }
