@@ -48,7 +48,7 @@ async function login(ctx: Context, options: { browser: boolean; timeout: string 
   const stopReading = new AbortController();
   let timer: NodeJS.Timeout | undefined;
   try {
-    const outcomes: Promise<{ account: string | null }>[] = [server.result.then((account) => ({ account }))];
+    const outcomes: Promise<{ account: string }>[] = [server.result.then((account) => ({ account }))];
     if (options.browser) {
       await ctx.note(`Opening your browser to log in. If it does not open, visit:\n\n  ${url}\n`);
       await open(url).catch(() => undefined);
@@ -60,7 +60,8 @@ async function login(ctx: Context, options: { browser: boolean; timeout: string 
       outcomes.push(
         pastedRefreshToken(stopReading.signal).then(async (token) => {
           await client.loginWithRefreshToken(token);
-          return { account: null };
+          // A refresh token does not say whose it is; the service does.
+          return { account: (await client.me()).AccountName };
         }),
       );
     }
@@ -88,7 +89,7 @@ async function login(ctx: Context, options: { browser: boolean; timeout: string 
         RefreshTokenExpiresOn: tokens && fileTime(tokens.refreshTokenExpiresAt),
       },
       () =>
-        `Logged in to ${client.baseUrl}${account ? ` as ${account}` : ""} (profile ${ctx.profile}); tokens saved in ${ctx.store.path}.\n`,
+        `Logged in to ${client.baseUrl} as ${account} (profile ${ctx.profile}); tokens saved in ${ctx.store.path}.\n`,
     );
   } finally {
     clearTimeout(timer);
@@ -143,12 +144,13 @@ async function logout(ctx: Context): Promise<void> {
 async function whoami(ctx: Context): Promise<void> {
   if (!(await ctx.store.load())) throw new NotLoggedInError(`Not logged in (profile ${ctx.profile}): run dqs login.`);
   const client = await ctx.client();
-  // An authenticated call proves the tokens work (and renews them if the access token is due).
-  await client.myDatasets();
-  const entry = await ctx.store.entry();
+  // The service says whom the tokens act for (which also proves they work, renewing them if the access token is due).
+  const me = await client.me();
   const tokens = await ctx.store.load();
   const result = {
-    AccountName: entry?.AccountName ?? null,
+    AccountName: me.AccountName,
+    UserId: me.UserId,
+    TermsVersion: me.TermsVersion,
     Profile: ctx.profile,
     BaseUrl: client.baseUrl,
     TokenFile: ctx.store.path,
@@ -157,7 +159,9 @@ async function whoami(ctx: Context): Promise<void> {
   };
   await ctx.print(result, () =>
     details([
-      ["Account", result.AccountName ?? "(unknown: logged in with a pasted refresh token)"],
+      ["Account", result.AccountName],
+      ["User", result.UserId],
+      ["Terms accepted", `version ${result.TermsVersion}`],
       ["Profile", result.Profile],
       ["Service", result.BaseUrl],
       ["Access token expires", `${result.AccessTokenExpiresOn} UTC`],
