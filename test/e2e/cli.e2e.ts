@@ -7,8 +7,10 @@ import { hasChromium, launchBrowser } from "./support/browser";
 import { browserLoopbackLogin, httpRefreshToken } from "./support/cli-login";
 import {
   buildCli,
+  hasScript,
   readTokenFile,
   runCli,
+  runCliAtTerminal,
   startCli,
   temporaryHome,
   tokenFile,
@@ -19,6 +21,8 @@ import { startWranglerDev, type DevServer } from "./support/wrangler-dev";
 
 // CI installs Chromium; anywhere else without it the browser login is skipped (never silently in CI).
 const browserTest = hasChromium || process.env.CI ? describe : describe.skip;
+// The same for util-linux `script`, which gives the CLI a terminal.
+const terminalTest = hasScript || process.env.CI ? it : it.skip;
 
 const ACCOUNT = "e2e-cli-erin";
 const FILE_TIME = /^\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}$/;
@@ -31,6 +35,16 @@ let home: string;
 function dqs(args: string[], options: { env?: Record<string, string>; stdin?: string } = {}): Promise<CliResult> {
   return runCli(cli, args, { home, env: { DQS_URL: server.url, ...options.env }, stdin: options.stdin });
 }
+
+/** The subject (`sub`) of an access token: the user it acts for. */
+function subjectOf(accessToken: string): string {
+  return (JSON.parse(Buffer.from(accessToken.split(".")[1]!, "base64url").toString()) as { sub: string }).sub;
+}
+
+/** The terms version the development server runs with (wrangler.toml). */
+const TERMS_VERSION = /^TERMS_VERSION = "(.*)"$/m.exec(
+  readFileSync(join(import.meta.dirname, "../../wrangler.toml"), "utf8"),
+)![1]!;
 
 /** Seconds from now until a token-file time. */
 function secondsUntil(fileTime: string): number {
@@ -207,6 +221,8 @@ browserTest("dqs login through the browser (loopback redirect)", () => {
     expect(result.code, result.stderr).toBe(0);
     expect(JSON.parse(result.stdout)).toEqual({
       AccountName: ACCOUNT,
+      UserId: subjectOf(readTokenFile(home).Default!.AccessToken!),
+      TermsVersion: TERMS_VERSION,
       Profile: "Default",
       BaseUrl: `${server.url}/v1`,
       TokenFile: tokenFile(home),
@@ -225,11 +241,26 @@ describe("dqs login with a pasted refresh token", () => {
 
     expect(result.code, result.stderr).toBe(0);
     expect(result.stderr).toContain("paste the refresh token");
+    // The token says nothing of its account; the service (GET /v1/me) does.
+    expect(result.stdout).toBe(
+      `Logged in to ${server.url}/v1 as ${ACCOUNT} (profile pasted); tokens saved in ${tokenFile(home)}.\n`,
+    );
     const file = readTokenFile(home);
     expect(Object.keys(file).sort()).toEqual([...before, "pasted"].sort());
     expect(file.pasted?.RefreshToken).not.toBe(refreshToken);
+    expect(file.pasted?.AccountName).toBe(ACCOUNT);
     const list = await dqs(["datasets"], { env: { DQS_PROFILE: "pasted" } });
     expect(list.code, list.stderr).toBe(0);
+  });
+
+  it("should say whom a pasted token acts for, as the service tells it", async () => {
+    const result = await dqs(["whoami", "--profile", "pasted"]);
+
+    expect(result.code, result.stderr).toBe(0);
+    const user = subjectOf(readTokenFile(home).pasted!.AccessToken!);
+    expect(result.stdout).toMatch(
+      new RegExp(`^Account +${ACCOUNT}\nUser +${user}\nTerms accepted +version ${TERMS_VERSION}\nProfile +pasted\n`),
+    );
   });
 
   it("should make sure the Default profile is logged in for the tests below", async () => {
@@ -468,6 +499,60 @@ describe("queries", () => {
 
     const text = await dqs(["query", sql, "--format", "table"]);
     expect(text.stdout).toBe("id  amount  note\n2   1.5     NULL\n3   3       NULL\n");
+  });
+
+  it("should print a large result as a table of its first rows without a terminal, and say how to get them all", async () => {
+    // 180000 rows: a table of them all once overflowed the stack.
+    const sql = `SELECT o.id, o.name FROM ${table()} o, (VALUES (1), (2), (3)) ORDER BY o.id`;
+    const note = (shown: number) =>
+      `${180_000 - shown} more rows not shown (180000 in all): show more with --limit N, or save them all with --format csv -o FILE.\n`;
+
+    const first = await dqs(["query", sql, "--format", "table"]);
+    expect(first.code, first.stderr).toBe(0);
+    const lines = first.stdout.trimEnd().split("\n");
+    expect(lines).toHaveLength(1 + 1000);
+    expect(lines[0]).toMatch(/^id +name$/);
+    expect(lines.slice(1, 5).map((line) => line.split(/ +/).slice(0, 2))).toEqual([
+      ["1", "item"],
+      ["1", "item"],
+      ["1", "item"],
+      ["2", "item"],
+    ]);
+    // Aligned: every name starts where the header's does.
+    for (const line of lines) expect(line.search(/(name|item \d+)$/)).toBe(lines[0]!.indexOf("name"));
+    expect(first.stderr.endsWith(note(1000))).toBe(true);
+
+    const many = await dqs(["query", sql, "--format", "table", "--limit", "150000"]);
+    expect(many.code, many.stderr).toBe(0);
+    expect(many.stdout.trimEnd().split("\n")).toHaveLength(1 + 150_000);
+    expect(many.stderr.endsWith(note(150_000))).toBe(true);
+
+    const csv = await dqs(["query", "SELECT 1 AS one", "--limit", "5"]);
+    expect(csv.code).toBe(2);
+    expect(csv.stderr).toBe("dqs: --limit is for the table format; csv holds every row (add --format table).\n");
+  });
+
+  terminalTest("should show a screenful at a terminal, its columns cut to the terminal's width", async () => {
+    const sql = `SELECT id, name, replace(hex(zeroblob(40)), '0', 'x') AS wide, day FROM ${table()} ORDER BY id`;
+
+    const { code, lines } = await runCliAtTerminal(cli, ["query", sql], {
+      home,
+      env: { DQS_URL: server.url },
+      rows: 20,
+      columns: 60,
+    });
+
+    expect(code, lines.join("\n")).toBe(0);
+    const header = lines.findIndex((line) => /^id +name +wide +day$/.test(line));
+    expect(header, lines.join("\n")).toBeGreaterThan(-1);
+    // 20 lines: the query's summary, the header, 16 rows, the note, and the prompt.
+    const rows = lines.slice(header + 1, header + 17);
+    expect(rows.map((row) => row.split(/ +/)[0])).toEqual(Array.from({ length: 16 }, (_, i) => String(i + 1)));
+    for (const line of [lines[header]!, ...rows]) expect(line.length).toBeLessThanOrEqual(60);
+    for (const row of rows) expect(row).toMatch(/^\d+ +item \d+ +x+… +2024-01-\d\d$/);
+    expect(lines[header + 17]).toBe(
+      "59984 more rows not shown (60000 in all): show more with --limit N, or save them all with --format csv -o FILE.",
+    );
   });
 
   it("should exit 4 with the reason when the query fails", async () => {
