@@ -46,6 +46,17 @@ const TERMS_VERSION = /^TERMS_VERSION = "(.*)"$/m.exec(
   readFileSync(join(import.meta.dirname, "../../wrangler.toml"), "utf8"),
 )![1]!;
 
+/**
+ * The suites below use the Default profile. The browser login has logged it
+ * in, unless Chromium is missing (outside CI); then a pasted refresh token does.
+ */
+async function defaultProfileLoggedIn(): Promise<void> {
+  if (existingProfiles().includes("Default")) return;
+  const refreshToken = await httpRefreshToken(server.url, ACCOUNT);
+  const login = await dqs(["login", "--no-browser"], { stdin: `${refreshToken}\n` });
+  if (login.code !== 0) throw new Error(`logging Default in failed: ${login.stderr}`);
+}
+
 /** Seconds from now until a token-file time. */
 function secondsUntil(fileTime: string): number {
   return (Date.parse(`${fileTime.replace(" ", "T")}Z`) - Date.now()) / 1000;
@@ -262,13 +273,6 @@ describe("dqs login with a pasted refresh token", () => {
       new RegExp(`^Account +${ACCOUNT}\nUser +${user}\nTerms accepted +version ${TERMS_VERSION}\nProfile +pasted\n`),
     );
   });
-
-  it("should make sure the Default profile is logged in for the tests below", async () => {
-    if (existingProfiles().includes("Default")) return;
-    // Without Chromium (outside CI) the browser login above is skipped; log Default in by pasting instead.
-    const refreshToken = await httpRefreshToken(server.url, ACCOUNT);
-    expect((await dqs(["login", "--no-browser"], { stdin: `${refreshToken}\n` })).code).toBe(0);
-  });
 });
 
 /** A local port nothing listens on. */
@@ -291,6 +295,8 @@ function existingProfiles(): string[] {
 }
 
 describe("token renewal from the token file", () => {
+  beforeAll(defaultProfileLoggedIn);
+
   it("should renew an access token that has expired and write the new tokens back atomically", async () => {
     const file = readTokenFile(home);
     const old = { ...file.Default! };
@@ -335,6 +341,8 @@ describe("token renewal from the token file", () => {
 });
 
 describe("datasets, uploads and downloads", () => {
+  beforeAll(defaultProfileLoggedIn);
+
   const rows = Array.from(
     { length: 60_000 },
     (_, i) => `${i + 1},item ${i + 1},${(i % 100) * 1.5},2024-01-${String((i % 28) + 1).padStart(2, "0")}`,
@@ -469,6 +477,8 @@ describe("datasets, uploads and downloads", () => {
 });
 
 describe("queries", () => {
+  beforeAll(defaultProfileLoggedIn);
+
   const table = () => `\`${ACCOUNT}.sales.orders.csv\``;
 
   it("should run a query, show its states, and write the result CSV to a file", async () => {
@@ -603,6 +613,8 @@ describe("queries", () => {
 });
 
 describe("dqs logout", () => {
+  beforeAll(defaultProfileLoggedIn);
+
   it("should revoke the session and remove the profile, after which commands exit 3", async () => {
     const token = readTokenFile(home).Default!.AccessToken!;
 
