@@ -1,6 +1,8 @@
 import { gzipSync } from "node:zlib";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { DqsApiError, DqsClient, DqsQueryError, MemoryTokenStore, type QueryStatus } from "../../src/sdk";
 import { httpLogin } from "./support/http-login";
+import { COUNTING_SQL, statusUntil } from "./support/long-query";
 import { startWranglerDev, type DevServer } from "./support/wrangler-dev";
 
 /** A running service and a fetch that sends its logged-in user's token. */
@@ -205,5 +207,79 @@ describe("queries against wrangler dev with COLUMN_IMAGES=off, reading the CSV",
     expect(status).toMatchObject({ Engine: "sqljs", BytesLoaded: 2 * plain.byteLength });
     for (const name of ["orders.csv", "orders_gz"])
       expect(await storage(csvOnly, name)).toMatchObject({ QueryReady: false, ColumnImageBytes: null });
+  });
+});
+
+describe("cancelling a running query against wrangler dev", () => {
+  const submit = async (sql: string) => {
+    const submitted = await service.api("/v1/query", {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({ Sql: sql }),
+    });
+    expect(submitted.status).toBe(200);
+    return String((await envelope(submitted)).Data?.QueryId);
+  };
+  const statusOf = async (queryId: string) =>
+    (await envelope(await service.api(`/v1/query/${queryId}/status`))).Data as QueryStatus;
+
+  it("should cancel it through the API at once, never serve a result, and let the user's next query run", async () => {
+    const queryId = await submit(COUNTING_SQL);
+    expect(
+      (
+        await statusUntil(
+          () => statusOf(queryId),
+          (s) => s.Status !== "queued",
+        )
+      ).Status,
+    ).toBe("running");
+
+    const cancelled = await service.api(`/v1/query/${queryId}/cancel`, { method: "POST" });
+
+    expect(cancelled.status).toBe(200);
+    expect((await envelope(cancelled)).Data).toMatchObject({
+      QueryId: queryId,
+      Status: "cancelled",
+      Message: "Cancelled by its owner.",
+    });
+    const results = await service.api(`/v1/query/${queryId}/results/rawdata`);
+    expect(results.status).toBe(400);
+    expect((await envelope(results)).Status.Message).toContain("cancelled");
+    expect((await service.api(`/v1/query/${queryId}/results/metadata/schema`)).status).toBe(404);
+    // One running query per user here: the next one runs only once the engine has let the cancelled one go.
+    const next = await submit("SELECT 1 AS one");
+    expect(
+      (
+        await statusUntil(
+          () => statusOf(next),
+          (s) => s.Status !== "queued" && s.Status !== "running",
+        )
+      ).Status,
+    ).toBe("succeeded");
+    expect(await statusOf(queryId)).toMatchObject({ Status: "cancelled", Size: 0, RowCount: null });
+  });
+
+  it("should cancel it through the SDK: waitForQuery then throws a DqsQueryError, and the result is refused", async () => {
+    const client = new DqsClient({ baseUrl: service.server.url, tokens: new MemoryTokenStore() });
+    await client.loginWithRefreshToken((await httpLogin(service.server.url, ACCOUNT)).refreshToken);
+    const { queryId } = await client.submitQuery(COUNTING_SQL);
+    const running = await statusUntil(
+      () => client.queryStatus(queryId),
+      (s) => s.Status !== "queued",
+    );
+    expect(running.Status).toBe("running");
+
+    const cancelled: QueryStatus = await client.cancelQuery(queryId);
+
+    expect(cancelled).toMatchObject({ QueryId: queryId, Status: "cancelled" });
+    const error = await client.waitForQuery(queryId).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(DqsQueryError);
+    expect(error).toMatchObject({
+      reason: "cancelled",
+      message: `Query ${queryId} cancelled: Cancelled by its owner.`,
+    });
+    const refused = await client.queryResult(queryId).catch((e: unknown) => e);
+    expect(refused).toBeInstanceOf(DqsApiError);
+    expect(refused).toMatchObject({ code: 400, message: expect.stringContaining("cancelled") });
   });
 });

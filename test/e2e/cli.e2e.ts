@@ -5,6 +5,7 @@ import type { Browser } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { hasChromium, launchBrowser } from "./support/browser";
 import { browserLoopbackLogin, httpRefreshToken } from "./support/cli-login";
+import { COUNTING_SQL } from "./support/long-query";
 import {
   buildCli,
   hasScript,
@@ -609,6 +610,24 @@ describe("queries", () => {
     expect(queries.map((q) => q.QueryId)).toContain(id);
     const listed = await dqs(["queries", "--limit", "1"]);
     expect(listed.stdout).toMatch(/^QUERY ID +STATUS +CREATED +ROWS +SIZE +SQL\n\S{22} +succeeded /);
+  });
+
+  it("should cancel a running query: the waiting dqs query stops with exit 4, and its status says cancelled", async () => {
+    const waiting = startCli(cli, ["query", COUNTING_SQL], { home, env: { DQS_URL: server.url } });
+    const [, id] = await waiting.waitForStderr(/^- Query (\S+) running$/m, 60_000);
+
+    const cancel = await dqs(["cancel", id!]);
+
+    expect(cancel.code, cancel.stderr).toBe(0);
+    expect(cancel.stdout).toBe(`Query ${id} is cancelled.\n`);
+    const result = await waiting.result;
+    expect(result.code).toBe(4);
+    expect(result.stderr).toContain(`dqs: Query ${id} cancelled: Cancelled by its owner.\n`);
+    expect(result.stdout).toBe("");
+    const status = await dqs(["status", id!, "--json"]);
+    expect(JSON.parse(status.stdout)).toMatchObject({ QueryId: id, Status: "cancelled", Size: 0 });
+    const again = await dqs(["cancel", id!]);
+    expect(again.stderr).toBe(`dqs: Query ${id} has already ended (cancelled); nothing to cancel.\n`);
   });
 });
 
