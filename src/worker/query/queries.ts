@@ -10,6 +10,14 @@ export interface QueryMessage {
 
 const QUERY_ID_PATTERN = /^[A-Za-z0-9_-]{22}$/;
 
+/** A new query id: 16 random bytes as base64url, never beginning with "-", which a command line would read as an option. */
+export function newQueryId(): string {
+  for (;;) {
+    const id = randomToken(16);
+    if (!id.startsWith("-")) return id;
+  }
+}
+
 /** The Durable Object that owns a query's state. */
 export function queryStub(env: Env, queryId: string) {
   return env.QUERY_STATE.get(env.QUERY_STATE.idFromName(queryId));
@@ -44,7 +52,7 @@ export async function submitQuery(
     const earlier = await findByIdempotencyKey(env.DB, principal.userId, idempotencyKey);
     if (earlier) return replay(env, earlier, sql);
   }
-  const queryId = randomToken(16);
+  const queryId = newQueryId();
   // Milliseconds, not seconds: the history lists queries newest first, and several can come within a second.
   const inserted = await env.DB.prepare(
     `INSERT INTO queries (id, user_id, sql, idempotency_key, created_at) VALUES (?, ?, ?, ?, ?)
