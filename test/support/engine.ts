@@ -9,13 +9,13 @@ import { tableLayout } from "../../src/worker/query/table-layout";
 import { randomToken } from "../../src/worker/util/crypto";
 import { IMAGE_FORMAT, VALUES_PER_RECORD, type ColumnImages } from "../../src/worker/query/engine/column-images";
 import {
-  runQuery,
+  evaluateSql,
   type EngineOutcome,
   type LoadableItem,
   type QuerySource,
   type ResultTarget,
   type RunControl,
-} from "../../src/worker/query/engine/run-query";
+} from "../../src/worker/query/engine/evaluate-sql";
 import type { StoreQuery, StoreQueryOutcome } from "../../src/worker/query/store/table-store";
 
 /** A data item held in memory: its columns (name and type) and its stored bytes. */
@@ -251,7 +251,7 @@ export async function runEngine(
   const target = options.target ?? new MemoryTarget();
   const control = options.control ?? new MemoryControl();
   const resultKey = `results/test-${randomToken(8)}.csv`;
-  const outcome = await runQuery(
+  const outcome = await evaluateSql(
     sql,
     { source: options.source ?? source, target, control, queryId: `test-${randomToken(8)}`, resultKey },
     limitsWith(options.limits),

@@ -1,4 +1,4 @@
-import { executeQuery } from "./execute";
+import { runClaimedQuery } from "./run-claimed-query";
 import { prepareItem, type PrepareMessage } from "./prepare-item";
 import { queryStub, type QueryMessage } from "./queries";
 import { FINISHED } from "./query-record";
@@ -48,7 +48,7 @@ async function consumeQuery(message: Message<QueryMessage>, env: Env): Promise<v
     return;
   }
   try {
-    const outcome = await executeQuery(env, claim.record, claim.record.limits, stub);
+    const outcome = await runClaimedQuery(env, claim.record, claim.record.limits, stub);
     const recorded = outcome.status === "cancelled" ? null : await stub.finish(outcome);
     // Cancelled or failed by the watchdog meanwhile: nothing points to the result, so nothing else would delete it.
     if (outcome.status === "succeeded" && recorded?.resultKey !== outcome.resultKey)

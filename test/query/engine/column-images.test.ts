@@ -431,7 +431,7 @@ async function bothModes(sql: string, items: Record<string, MemoryItem> = ITEMS)
   return { csv, images };
 }
 
-describe("runQuery on column images", () => {
+describe("evaluateSql on column images", () => {
   it("should read no CSV, and fetch every column's image for SELECT *, rows in file order", async () => {
     const { images } = await bothModes(`SELECT * FROM ${FACTS}`);
 
@@ -565,7 +565,7 @@ function wideItem(count: number, rows = 20): MemoryItem {
   return { columns, data: lines.join("\n") + "\n" };
 }
 
-describe("runQuery beyond ten attached images", () => {
+describe("evaluateSql beyond ten attached images", () => {
   it("should read from the CSV the tables whose images no longer fit, and still answer", async () => {
     const items = { "img.set.left": wideItem(6), "img.set.right": wideItem(6) };
 
@@ -600,7 +600,7 @@ class ImagesGoneSource extends MemorySource {
   }
 }
 
-describe("runQuery on column images, stopping", () => {
+describe("evaluateSql on column images, stopping", () => {
   it("should fail on the memory budget, naming the setting, before fetching any image", async () => {
     const run = await runEngine(`SELECT cat, sum(amount) FROM ${FACTS} GROUP BY cat`, ITEMS, {
       mode: "images",

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { MAX_VALUE_BYTES } from "../../../src/worker/query/engine/run-query";
+import { MAX_VALUE_BYTES } from "../../../src/worker/query/engine/evaluate-sql";
 import { sqliteInstance } from "../../../src/worker/query/sqlite";
 import { guardStatements } from "../../../src/worker/query/sqlite-guard";
 import { runEngine, type MemoryItem } from "../../support/engine";
@@ -76,7 +76,7 @@ describe("guardStatements", () => {
   });
 });
 
-describe("runQuery limits inside a statement", () => {
+describe("evaluateSql limits inside a statement", () => {
   it("should stop a statement that yields no row at a 2 s time limit by counting work, with the clock frozen", async () => {
     const run = await runEngine(
       "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c LIMIT 80000000) SELECT count(*) FROM c",

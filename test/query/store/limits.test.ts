@@ -1,6 +1,6 @@
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
-import { runQuery } from "../../../src/worker/query/engine/run-query";
+import { evaluateSql } from "../../../src/worker/query/engine/evaluate-sql";
 import type { QueryLimits } from "../../../src/worker/config";
 import { TransientError } from "../../../src/worker/query/run-limits";
 import { tableStoreStub } from "../../../src/worker/query/store/store-state";
@@ -176,7 +176,7 @@ describe("cancelling a query in a table store", () => {
     const resultKey = `results/test-${randomToken(8)}.csv`;
     const started = Date.now();
 
-    const outcome = await runQuery(
+    const outcome = await evaluateSql(
       ENDLESS,
       {
         source: new MemorySource(ITEMS, "store"),

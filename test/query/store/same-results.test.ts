@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import type { DataItemReference } from "../../../src/worker/query/sql/table-names";
-import type { LoadableItem, QuerySource } from "../../../src/worker/query/engine/run-query";
+import type { LoadableItem, QuerySource } from "../../../src/worker/query/engine/evaluate-sql";
 import type { StoreQuery, StoreQueryOutcome } from "../../../src/worker/query/store/table-store";
 import { csvCell, MemorySource, runEngine, type MemoryItem } from "../../support/engine";
 

@@ -76,7 +76,7 @@ export class AttachedImages {
     for (const view of views) {
       const name = quoteIdentifier(view);
       const copy = quoteIdentifier(`${view}_table`);
-      guard.sqlite(() => target.run(`CREATE TABLE main.${copy} AS SELECT * FROM temp.${name}`));
+      guard.stopOnSqliteError(() => target.run(`CREATE TABLE main.${copy} AS SELECT * FROM temp.${name}`));
       guard.measure(target); // the peak: the copy and the images it came from
       target.run(`DROP VIEW temp.${name}`);
       target.run(`ALTER TABLE main.${copy} RENAME TO ${name}`);

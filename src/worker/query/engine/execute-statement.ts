@@ -17,7 +17,7 @@ export async function executeStatement(
   guard: RunGuard,
   opened: () => void,
 ): Promise<WrittenResult> {
-  const statement = guard.sqlite(() => db.prepare(sql));
+  const statement = guard.stopOnSqliteError(() => db.prepare(sql));
   const row = statement as unknown as { get(params: null, config: { useBigInt: boolean }): unknown[] };
   try {
     const names = statement.getColumnNames();
@@ -25,7 +25,7 @@ export async function executeStatement(
     const classes: StorageClass[] = names.map(() => StorageClass.Null);
     opened();
     await writer.header();
-    while (guard.sqlite(() => statement.step())) {
+    while (guard.stopOnSqliteError(() => statement.step())) {
       // useBigInt tells INTEGER (bigint) from REAL (number) exactly, and keeps 64-bit integers whole.
       const values = row.get(null, { useBigInt: true });
       for (let i = 0; i < values.length; i++) classes[i] = storageClass(values[i]);

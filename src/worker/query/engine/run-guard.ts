@@ -153,7 +153,7 @@ export class RunGuard {
   }
 
   /** Runs a sql.js call; SQLite's own errors (at prepare or at a step) fail the query with SQLite's message. */
-  sqlite<T>(run: () => T): T {
+  stopOnSqliteError<T>(run: () => T): T {
     try {
       return run();
     } catch (error) {

@@ -87,7 +87,7 @@ interface Run {
  * always closed, and an instance whose heap the query grew by more than a
  * quarter of the budget is retired.
  */
-export async function runQuery(
+export async function evaluateSql(
   sql: string,
   io: Io,
   limits: QueryLimits,
@@ -328,7 +328,7 @@ async function load(run: Run, images: AttachedImages, created: ReturnType<typeof
  */
 async function runInStore(run: Run, host: number): Promise<PhaseOutcome> {
   const { io, resolved, stats, limits, clock, db } = run;
-  const names = run.guard.sqlite(() => {
+  const names = run.guard.stopOnSqliteError(() => {
     const statement = db.prepare(resolved.sql);
     try {
       return statement.getColumnNames();

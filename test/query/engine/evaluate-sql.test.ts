@@ -54,7 +54,7 @@ function failingStream(chunks: number): ReadableStream<Uint8Array> {
 
 const ENDLESS = "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c) SELECT x FROM c";
 
-describe("runQuery", () => {
+describe("evaluateSql", () => {
   it("should load the named data item, run the query and write the CSV result", async () => {
     const run = await runEngine("SELECT id, name, score FROM a.b.people ORDER BY id", { "a.b.people": PEOPLE });
 
@@ -205,7 +205,7 @@ describe("runQuery", () => {
   });
 });
 
-describe("runQuery limits", () => {
+describe("evaluateSql limits", () => {
   it("should stop loading past maxLoadBytes, naming QUERY_MAX_LOAD_BYTES", async () => {
     const run = await runEngine(
       "SELECT count(*) FROM a.b.wide",

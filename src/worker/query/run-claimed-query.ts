@@ -5,7 +5,7 @@ import { resultObjectKey } from "../storage/keys";
 import { R2StreamWriter } from "../storage/r2-writer";
 import { isoSeconds, nowSeconds } from "../util/time";
 import { parseColumnImages } from "./engine/column-images";
-import { runQuery, type LoadableItem, type QuerySource, type ResultTarget } from "./engine/run-query";
+import { evaluateSql, type LoadableItem, type QuerySource, type ResultTarget } from "./engine/evaluate-sql";
 import { parseTableStoreState, tableStoreStub } from "./store/store-state";
 import { parseTableLayout } from "./table-layout";
 import type { QueryRecord, RunOutcome } from "./query-record";
@@ -23,7 +23,7 @@ export interface QueryStateHandle {
  * result to R2. SQL-level problems come back as a failed outcome; storage
  * errors are thrown, so the consumer can retry them.
  */
-export async function executeQuery(
+export async function runClaimedQuery(
   env: Env,
   record: QueryRecord,
   limits: QueryLimits,
@@ -66,7 +66,7 @@ export async function executeQuery(
     finish: () => writer.finish(),
     abort: () => writer.abort(),
   };
-  const outcome = await runQuery(
+  const outcome = await evaluateSql(
     record.sql,
     {
       source,
