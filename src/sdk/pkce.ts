@@ -1,3 +1,5 @@
+import { encode as base64url } from "jose/base64url";
+
 /** A PKCE pair (RFC 7636): the verifier the client keeps and the S256 challenge it sends. */
 export interface Pkce {
   verifier: string;
@@ -14,10 +16,4 @@ export async function createPkce(): Promise<Pkce> {
 /** Random bytes as unpadded base64url: for `state` values and verifiers. */
 export function randomBase64url(bytes: number): string {
   return base64url(crypto.getRandomValues(new Uint8Array(bytes)));
-}
-
-function base64url(bytes: Uint8Array): string {
-  let binary = "";
-  for (const b of bytes) binary += String.fromCharCode(b);
-  return btoa(binary).replace(/\+/g, "-").replace(/\//g, "_").replace(/=+$/, "");
 }

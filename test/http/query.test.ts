@@ -1,3 +1,4 @@
+import { base64url } from "jose";
 import { beforeAll, describe, expect, it } from "vitest";
 import { followDownload } from "../support/catalog";
 import { call, readEnvelope, readUnauthorized } from "../support/http";
@@ -53,10 +54,7 @@ async function finishedQuery(sql = `SELECT id, label FROM ${items} ORDER BY id`)
 
 /** A query id of the right shape that no one ever submitted. */
 function madeUpId(): string {
-  return btoa(String.fromCharCode(...crypto.getRandomValues(new Uint8Array(16))))
-    .replace(/\+/g, "-")
-    .replace(/\//g, "_")
-    .replace(/=+$/, "");
+  return base64url.encode(crypto.getRandomValues(new Uint8Array(16)));
 }
 
 async function errorMessage(response: Response, status: number): Promise<string> {

@@ -5,6 +5,7 @@ import { findOwnQuery, listOwnQueries, queryStub, submitQuery, withTurn } from "
 import { resultSchemaString } from "../../query/result-schema";
 import { downloadLocation } from "../../storage/download-location";
 import type { AppContext } from "../context";
+import { decodeCursor, encodeCursor } from "../cursor";
 import { ApiError, badRequest, notFound } from "../errors";
 import { authenticated } from "../middleware/bearer-auth";
 import { queryStatusData } from "../query-wire";
@@ -266,16 +267,11 @@ queryRoutes.openapi(
   }),
   async (c) => {
     const { limit, cursor } = c.req.valid("query");
-    let position: z.infer<typeof CursorSchema> | null = null;
-    if (cursor) {
-      try {
-        position = CursorSchema.parse(JSON.parse(atob(cursor.replace(/-/g, "+").replace(/_/g, "/"))));
-      } catch {
-        throw badRequest("cursor is not one this service handed out; pass NextCursor from the previous page.");
-      }
-    }
+    const position = cursor ? decodeCursor(cursor, CursorSchema) : null;
+    if (cursor && !position)
+      throw badRequest("cursor is not one this service handed out; pass NextCursor from the previous page.");
     const page = await listOwnQueries(c.env, c.get("principal"), { limit, cursor: position });
-    const next = page.next ? btoa(JSON.stringify(page.next)).replace(/\+/g, "-").replace(/\//g, "_") : null;
+    const next = page.next && encodeCursor(page.next);
     return c.json(
       {
         ...envelope(200, "OK"),
