@@ -25,6 +25,21 @@ export function workerWith(overrides: Partial<Env>): Fetch {
   };
 }
 
+/** The database with the statements whose SQL matches `pattern` failing, as D1 does when it is unavailable. */
+export function dbFailing(pattern: RegExp): D1Database {
+  return new Proxy(env.DB, {
+    get(target, property) {
+      if (property === "prepare")
+        return (sql: string) => {
+          if (pattern.test(sql)) throw new Error("D1 is unavailable");
+          return target.prepare(sql);
+        };
+      const value: unknown = Reflect.get(target, property);
+      return typeof value === "function" ? value.bind(target) : value;
+    },
+  });
+}
+
 /** Sends a request to a path of the service; redirects come back as they are, never followed. */
 export function call(path: string, init: RequestInit = {}, via: Fetch = worker): Promise<Response> {
   return via(new Request(new URL(path, ORIGIN), { redirect: "manual", ...init }));

@@ -18,6 +18,20 @@ export function validateNamesForWrite(names: { account: string; dataset: string;
     throw badRequest(`DataName '${names.data}' is invalid: use ${DATA_NAME_RULE}.`);
 }
 
+/** The dataset if the caller's access allows `need`; null when it does not, or the dataset does not exist. */
+export async function allowedDataset(
+  c: AppContext,
+  account: string,
+  dataset: string,
+  need: "read" | "write" | "owner",
+): Promise<{ dataset: DatasetRecord; access: Access } | null> {
+  const found = await findDataset(c.env.DB, c.get("principal"), account, dataset);
+  const allowed =
+    found !== null &&
+    (need === "read" ? canRead(found.access) : need === "write" ? canWrite(found.access) : found.access === "owner");
+  return allowed ? found : null;
+}
+
 /** The dataset if the caller's access allows `need`, else the same 404 as for a dataset that does not exist. */
 export async function datasetFor(
   c: AppContext,
@@ -25,10 +39,7 @@ export async function datasetFor(
   dataset: string,
   need: "read" | "write" | "owner",
 ): Promise<{ dataset: DatasetRecord; access: Access }> {
-  const found = await findDataset(c.env.DB, c.get("principal"), account, dataset);
-  const allowed =
-    found !== null &&
-    (need === "read" ? canRead(found.access) : need === "write" ? canWrite(found.access) : found.access === "owner");
-  if (!found || !allowed) throw datasetNotFound(account, dataset);
+  const found = await allowedDataset(c, account, dataset, need);
+  if (!found) throw datasetNotFound(account, dataset);
   return found;
 }

@@ -8,7 +8,7 @@ import { parseTableStoreState } from "../../query/store/store-state";
 import { downloadLocation } from "../../storage/download-location";
 import { isoSeconds, nowSeconds } from "../../util/time";
 import { notFound } from "../errors";
-import { datasetFor } from "../guards";
+import { allowedDataset } from "../guards";
 import { authenticated } from "../middleware/bearer-auth";
 import { createRouter } from "../router";
 import {
@@ -174,9 +174,9 @@ dataRoutes.openapi(
   }),
   async (c) => {
     const { AccountName, DatasetName, DataName } = c.req.valid("param");
-    const { dataset } = await datasetFor(c, AccountName, DatasetName, "write").catch(() => {
-      throw dataNotFound(AccountName, DatasetName, DataName);
-    });
+    const found = await allowedDataset(c, AccountName, DatasetName, "write");
+    if (!found) throw dataNotFound(AccountName, DatasetName, DataName);
+    const { dataset } = found;
     const deleted = await deleteDataItem(
       c.env.DB,
       dataset.id,
