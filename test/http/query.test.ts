@@ -1,7 +1,8 @@
+import { env } from "cloudflare:workers";
 import { base64url } from "jose";
-import { beforeAll, describe, expect, it } from "vitest";
+import { afterEach, beforeAll, beforeEach, describe, expect, it, vi } from "vitest";
 import { followDownload } from "../support/catalog";
-import { call, readEnvelope, readUnauthorized } from "../support/http";
+import { call, dbFailing, readEnvelope, readUnauthorized } from "../support/http";
 import { authHeader, login, type LoggedIn } from "../support/login";
 import {
   bareName,
@@ -11,6 +12,7 @@ import {
   queryGet,
   seedDataset,
   serviceWith,
+  stateFailing,
   stateOf,
   statusOf,
   submit,
@@ -163,6 +165,102 @@ describe("POST /v1/query", () => {
 
     expect(theirs).not.toBe(mine);
     expect(queue.sent).toHaveLength(2);
+  });
+
+  describe("after a submit that failed part way", () => {
+    beforeEach(() => {
+      vi.spyOn(console, "error").mockImplementation(() => undefined);
+    });
+
+    afterEach(() => {});
+
+    /** A queue whose sends fail, as Queues does when it is unavailable. */
+    class UnavailableQueue extends TestQueue {
+      override async send(): Promise<QueueSendResponse> {
+        throw new Error("Queues is unavailable");
+      }
+    }
+
+    /** The QueryId of a user's row under an Idempotency-Key, if there is one. */
+    async function rowUnderKey(key: string): Promise<string | null> {
+      const row = await env.DB.prepare("SELECT id FROM queries WHERE idempotency_key = ?")
+        .bind(key)
+        .first<{ id: string }>();
+      return row?.id ?? null;
+    }
+
+    async function listed(token: string): Promise<string[]> {
+      const response = await call("/v1/me/queries", { headers: authHeader(token) });
+      return (await readEnvelope<QueryListData>(response, 200)).Data.QueryList.map((query) => query.QueryId);
+    }
+
+    it("should answer 503 when the query's state cannot be made after its row was written, and queue a retry with the same key", async () => {
+      const user = await login(bareName("q_retry_state"));
+      const queue = new TestQueue();
+      const key = crypto.randomUUID();
+      const failing = serviceWith(queue, { QUERY_STATE: stateFailing("create") });
+
+      const failed = await submit(user.accessToken, { Sql: "SELECT 21" }, failing, { "idempotency-key": key });
+      const leftBehind = await rowUnderKey(key);
+      const retried = await submitOk(user.accessToken, "SELECT 21", serviceWith(queue), { "idempotency-key": key });
+      const again = await submitOk(user.accessToken, "SELECT 21", serviceWith(queue), { "idempotency-key": key });
+
+      expect((await readEnvelope(failed, 503)).Status.Message).toMatch(/submit it again shortly/);
+      expect(leftBehind).toBeNull();
+      expect(again).toBe(retried);
+      expect(queue.sent).toEqual([{ queryId: retried }]);
+      expect(await statusOf(user.accessToken, retried)).toMatchObject({ Status: "queued", Sql: "SELECT 21" });
+      expect(await listed(user.accessToken)).toEqual([retried]);
+    });
+
+    it("should finish submitting the row left behind when taking the failed submit back failed too", async () => {
+      const user = await login(bareName("q_retry_row"));
+      const queue = new TestQueue();
+      const key = crypto.randomUUID();
+      const failing = serviceWith(queue, {
+        QUERY_STATE: stateFailing("create"),
+        DB: dbFailing(/^DELETE FROM queries/),
+      });
+
+      const failed = await submit(user.accessToken, { Sql: "SELECT 22" }, failing, { "idempotency-key": key });
+      const leftBehind = await rowUnderKey(key);
+      const retried = await submit(user.accessToken, { Sql: "SELECT 22" }, serviceWith(queue), {
+        "idempotency-key": key,
+      });
+
+      await readEnvelope(failed, 503);
+      expect(leftBehind).not.toBeNull();
+      const body = await readEnvelope<{ QueryId: string }>(retried, 200);
+      expect(body.Data.QueryId).toBe(leftBehind);
+      expect(body.Status.Message).toBe("The query is queued.");
+      expect(queue.sent).toEqual([{ queryId: leftBehind }]);
+      expect(await statusOf(user.accessToken, body.Data.QueryId)).toMatchObject({ Status: "queued" });
+    });
+
+    it("should answer 503 when the query cannot be enqueued, give its slot back, and queue a retry with the same key", async () => {
+      const user = await login(bareName("q_retry_queue"));
+      const oneAtATime = { QUERY_MAX_RUNNING_PER_USER: "1" };
+      const queue = new TestQueue();
+      const key = crypto.randomUUID();
+
+      const failed = await submit(
+        user.accessToken,
+        { Sql: "SELECT 23" },
+        serviceWith(new UnavailableQueue(), oneAtATime),
+        {
+          "idempotency-key": key,
+        },
+      );
+      const retried = await submitOk(user.accessToken, "SELECT 23", serviceWith(queue, oneAtATime), {
+        "idempotency-key": key,
+      });
+
+      expect((await readEnvelope(failed, 503)).Status.Message).toMatch(/submit it again shortly/);
+      // With one slot, the retry is sent at once only if the failed attempt gave its slot back.
+      expect(queue.sent).toEqual([{ queryId: retried }]);
+      expect(await statusOf(user.accessToken, retried)).toMatchObject({ Status: "queued", Sql: "SELECT 23" });
+      expect(await listed(user.accessToken)).toEqual([retried]);
+    });
   });
 
   it("should hold the answer with Prefer: wait until a running consumer has finished the query", async () => {
@@ -440,6 +538,27 @@ describe("GET /v1/me/queries", () => {
       "SELECT 1",
       "SELECT 0",
     ]);
+  });
+
+  it("should list queries that have ended from their rows alone, without asking their Durable Objects", async () => {
+    const lister = await login(bareName("q_ended"));
+    const ended = [];
+    for (const sql of ["SELECT 'a'", "SELECT 'b'"]) {
+      const queryId = await submitOk(lister.accessToken, sql, serviceWith(new TestQueue()));
+      await consume([queryId]);
+      ended.push(queryId);
+    }
+    const unreachable = serviceWith(new TestQueue(), { QUERY_STATE: stateFailing("get") });
+
+    const response = await call("/v1/me/queries", { headers: authHeader(lister.accessToken) }, unreachable);
+    const status = await call(`/v1/query/${ended[0]}/status`, { headers: authHeader(lister.accessToken) }, unreachable);
+
+    const list = (await readEnvelope<QueryListData>(response, 200)).Data.QueryList;
+    expect(list.map((query) => [query.QueryId, query.Status, query.RowCount])).toEqual([
+      [ended[1], "succeeded", 1],
+      [ended[0], "succeeded", 1],
+    ]);
+    expect((await readEnvelope<QueryStatusData>(status, 200)).Data).toEqual(list[1]);
   });
 
   it("should give an empty list to a caller who has run nothing", async () => {

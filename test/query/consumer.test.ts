@@ -4,7 +4,6 @@ import { afterEach, beforeAll, beforeEach, describe, expect, it, vi, type MockIn
 import worker from "../../src/worker/engine";
 import type { QueryMessage } from "../../src/worker/query/queries";
 import type { RunOutcome } from "../../src/worker/query/query-record";
-import type { QueryState } from "../../src/worker/query/query-state";
 import { resultObjectKey } from "../../src/worker/storage/keys";
 import { readEnvelope } from "../support/http";
 import { login, type LoggedIn } from "../support/login";
@@ -18,7 +17,9 @@ import {
   resultText,
   seedDataset,
   serviceWith,
+  stateFailing,
   stateOf,
+  stateWith,
   statusOf,
   submitOk,
   TestQueue,
@@ -67,33 +68,6 @@ function bucketFailingReads(): R2Bucket {
       return typeof value === "function" ? value.bind(target) : value;
     },
   });
-}
-
-/** Query state whose stubs do something else for one method. */
-function stateWith(
-  method: keyof QueryState,
-  replacement: (stub: DurableObjectStub<QueryState>) => (...args: never[]) => Promise<unknown>,
-): DurableObjectNamespace<QueryState> {
-  return new Proxy(env.QUERY_STATE, {
-    get(target, property) {
-      if (property === "get")
-        return (id: DurableObjectId) => {
-          const real = target.get(id);
-          return new Proxy(real, {
-            get(stub, name) {
-              return name === method ? replacement(real) : Reflect.get(stub, name);
-            },
-          });
-        };
-      const value: unknown = Reflect.get(target, property);
-      return typeof value === "function" ? value.bind(target) : value;
-    },
-  });
-}
-
-/** Query state whose stubs fail one method, as a Durable Object that cannot be reached does. */
-function stateFailing(method: keyof QueryState): DurableObjectNamespace<QueryState> {
-  return stateWith(method, () => () => Promise.reject(new Error("Durable Object unreachable")));
 }
 
 describe("consumeQueries", () => {
@@ -234,6 +208,20 @@ describe("consumeQueries", () => {
     expect(outcomeOf(result)).toEqual({ acked: 0, retried: [5] });
     expect(loggedSteps(queryId)).toEqual(["claim"]);
     expect((await recordOf(queryId))?.status).toBe("queued");
+  });
+
+  it("should fail, without running it, a query whose row was taken back (its submit failed)", async () => {
+    const queryId = await queued();
+    await env.DB.prepare("DELETE FROM queries WHERE id = ?").bind(queryId).run();
+
+    const result = await consume([queryId]);
+
+    expect(outcomeOf(result)).toEqual({ acked: 1, retried: [] });
+    expect(await stateOf(queryId).get()).toMatchObject({
+      status: "failed",
+      message: "Failed: the submit of this query failed and was taken back; submit it again.",
+    });
+    expect(await env.BUCKET.head(resultObjectKey(queryId))).toBeNull();
   });
 });
 

@@ -1,17 +1,34 @@
 import { runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
-import { describe, expect, it } from "vitest";
+import { beforeAll, describe, expect, it, vi } from "vitest";
 import { settings } from "../../src/worker/config";
-import type { QueryRecord, RunOutcome } from "../../src/worker/query/query-record";
-import type { QueryState } from "../../src/worker/query/query-state";
-import { stateOf } from "../support/query";
+import { findQuery, insertQuery } from "../../src/worker/query/history";
+import type { QueryEnd, RunOutcome } from "../../src/worker/query/query-record";
+import type { LiveQuery, QueryState } from "../../src/worker/query/query-state";
+import { randomToken } from "../../src/worker/util/crypto";
+import { dbFailing } from "../support/http";
+import { login, userIdOf } from "../support/login";
+import { recordOf, stateOf } from "../support/query";
 
 const HOUR_MS = 3_600_000;
 
-function newQuery(sql = "SELECT 1") {
-  const queryId = crypto.randomUUID().replace(/-/g, "").slice(0, 22);
+let ownerUserId: string;
+
+beforeAll(async () => {
+  ownerUserId = await userIdOf(await login("q_state"));
+});
+
+/** A query's row, as a submit writes it, and the stub of its Durable Object (not created yet). */
+async function newQuery(sql = "SELECT 1") {
+  const queryId = randomToken(16);
+  await insertQuery(env.DB, { queryId, ownerUserId, sql, createdAt: new Date().toISOString() }, null);
   const limits = { ...settings(env).query, timeLimitMs: HOUR_MS };
-  return { queryId, stub: stateOf(queryId), init: { queryId, ownerUserId: "user-1", sql, limits } };
+  return { queryId, stub: stateOf(queryId), init: { queryId, ownerUserId, limits } };
+}
+
+/** How the query's row says it ended; null while it has not. */
+async function endOf(queryId: string): Promise<QueryEnd | null> {
+  return (await findQuery(env.DB, queryId))?.end ?? null;
 }
 
 const SUCCESS: RunOutcome = {
@@ -27,19 +44,20 @@ const SUCCESS: RunOutcome = {
 };
 
 describe("QueryState", () => {
-  it("should record a new query as queued and return the first record when created again", async () => {
-    const { stub, init } = newQuery();
+  it("should record a new query as queued and return the first state when created again", async () => {
+    const { queryId, stub, init } = await newQuery();
 
     const first = await stub.create(init);
-    const again = await stub.create({ ...init, sql: "SELECT 2", ownerUserId: "someone-else" });
+    const again = await stub.create({ ...init, ownerUserId: "someone-else" });
 
-    expect(first).toMatchObject({ status: "queued", sql: "SELECT 1", ownerUserId: "user-1", size: 0 });
-    expect(again).toEqual(first);
-    expect(await stub.get()).toEqual(first);
+    expect(first).toMatchObject({ created: true, record: { status: "queued", ownerUserId, figures: null } });
+    expect(again).toEqual({ created: false, record: first.record });
+    expect(await stub.get()).toEqual(first.record);
+    expect(await endOf(queryId)).toBeNull();
   });
 
   it("should answer null for a query that was never created", async () => {
-    const { stub } = newQuery();
+    const { stub } = await newQuery();
 
     expect(await stub.get()).toBeNull();
     expect((await stub.claim()).ok).toBe(false);
@@ -47,7 +65,7 @@ describe("QueryState", () => {
   });
 
   it("should claim a queued query once, counting the attempt and arming the watchdog", async () => {
-    const { stub, init } = newQuery();
+    const { stub, init } = await newQuery();
     await stub.create(init);
 
     const claimed = await stub.claim();
@@ -59,7 +77,7 @@ describe("QueryState", () => {
   });
 
   it.each(["succeeded", "failed", "cancelled"] as const)("should refuse to claim a %s query", async (end) => {
-    const { stub, init } = newQuery();
+    const { stub, init } = await newQuery();
     await stub.create(init);
     if (end === "cancelled") await stub.cancel();
     else {
@@ -75,7 +93,7 @@ describe("QueryState", () => {
   });
 
   it("should put a running query back in the queue after a transient error, for the next claim", async () => {
-    const { stub, init } = newQuery();
+    const { stub, init } = await newQuery();
     await stub.create(init);
     await stub.claim();
 
@@ -89,32 +107,65 @@ describe("QueryState", () => {
   });
 
   it("should not requeue a query that is not running", async () => {
-    const { stub, init } = newQuery();
+    const { stub, init } = await newQuery();
     const created = await stub.create(init);
 
-    expect(await stub.requeue("R2 is down")).toEqual(created);
+    expect(await stub.requeue("R2 is down")).toEqual(created.record);
   });
 
-  it("should record success with the result's facts and disarm the watchdog", async () => {
-    const { stub, init } = newQuery();
+  it("should write success with the result's facts into the query's row, once, and disarm the watchdog", async () => {
+    const { queryId, stub, init } = await newQuery();
     await stub.create(init);
     await stub.claim();
 
     const finished = await stub.finish(SUCCESS);
+    const end = await endOf(queryId);
+    await stub.finish({ status: "failed", message: "Failed: a late report." });
 
-    expect(finished).toMatchObject({
+    expect(finished).toMatchObject({ status: "succeeded", published: true, figures: null });
+    expect(end).toMatchObject({
       status: "succeeded",
       size: 12,
       rowCount: 2,
+      timings: SUCCESS.timings,
       resultKey: "results/x.csv",
+      resultColumns: [{ name: "a", type: "INTEGER" }],
       expiresAt: "2030-01-01T00:00:00Z",
     });
-    expect(finished?.message).toMatch(/^Succeeded: 2 rows, 12 bytes/);
+    expect(end?.message).toMatch(/^Succeeded: 2 rows, 12 bytes/);
+    expect(await endOf(queryId)).toEqual(end);
     expect(await runDurableObjectAlarm(stub)).toBe(false);
   });
 
+  it("should keep an end D1 could not take, answer with it, and write it when its alarm fires", async () => {
+    const errors = vi.spyOn(console, "error").mockImplementation(() => undefined);
+    const { queryId, stub, init } = await newQuery();
+    await stub.create(init);
+    await stub.claim();
+
+    const kept = await runInDurableObject(stub, async (instance: QueryState) => {
+      const real = Reflect.get(instance, "env") as Env;
+      Reflect.set(instance, "env", { ...real, DB: dbFailing(/^UPDATE queries/) });
+      try {
+        return await instance.finish(SUCCESS);
+      } finally {
+        Reflect.set(instance, "env", real);
+      }
+    });
+    const endBefore = await endOf(queryId);
+    const alarmed = await runDurableObjectAlarm(stub);
+
+    expect(kept).toMatchObject({ status: "succeeded", published: false, figures: { size: 12, rowCount: 2 } });
+    expect(String(errors.mock.calls[0]?.[0])).toContain("D1 is unavailable");
+    expect(endBefore).toBeNull();
+    expect(alarmed).toBe(true);
+    expect(await endOf(queryId)).toMatchObject({ status: "succeeded", size: 12, rowCount: 2 });
+    expect(await stub.get()).toMatchObject({ published: true, figures: null });
+    errors.mockRestore();
+  });
+
   it("should keep a cancelled query cancelled when its run reports an outcome afterwards", async () => {
-    const { stub, init } = newQuery();
+    const { queryId, stub, init } = await newQuery();
     await stub.create(init);
     await stub.claim();
     const cancelled = await stub.cancel();
@@ -123,16 +174,16 @@ describe("QueryState", () => {
 
     expect(cancelled.ok).toBe(true);
     expect(after).toEqual(cancelled.record);
-    expect(after).toMatchObject({ status: "cancelled", resultKey: null, size: 0 });
+    expect(await endOf(queryId)).toMatchObject({ status: "cancelled", resultKey: null, size: 0 });
   });
 
   it("should cancel a queued query and a running one, and refuse to cancel one that has ended", async () => {
-    const queued = newQuery();
+    const queued = await newQuery();
     await queued.stub.create(queued.init);
-    const running = newQuery();
+    const running = await newQuery();
     await running.stub.create(running.init);
     await running.stub.claim();
-    const ended = newQuery();
+    const ended = await newQuery();
     await ended.stub.create(ended.init);
     await ended.stub.claim();
     const failed = await ended.stub.finish({ status: "failed", message: "Failed: boom." });
@@ -149,7 +200,7 @@ describe("QueryState", () => {
   });
 
   it("should fail a query still running when the watchdog fires, saying it ran out of time", async () => {
-    const { stub, init } = newQuery();
+    const { queryId, stub, init } = await newQuery();
     await stub.create(init);
     await stub.claim();
 
@@ -158,10 +209,11 @@ describe("QueryState", () => {
 
     expect(record).toMatchObject({ status: "failed" });
     expect(record?.message).toMatch(/time limit/);
+    expect((await endOf(queryId))?.message).toMatch(/time limit/);
   });
 
   it("should leave a query that ended alone when a stale watchdog fires", async () => {
-    const { stub, init } = newQuery();
+    const { stub, init } = await newQuery();
     await stub.create(init);
     await stub.claim();
     await stub.finish(SUCCESS);
@@ -172,24 +224,12 @@ describe("QueryState", () => {
     expect(await stub.get()).toEqual(before);
   });
 
-  it("should forget an expired result but keep the query succeeded", async () => {
-    const { stub, init } = newQuery();
-    await stub.create(init);
-    await stub.claim();
-    await stub.finish(SUCCESS);
-
-    const expired: QueryRecord | null = await stub.expireResult();
-
-    expect(expired).toMatchObject({ status: "succeeded", resultKey: null, expiresAt: "2030-01-01T00:00:00Z" });
-    expect(expired?.message).toMatch(/expired/);
-  });
-
   it("should keep the failure facts a failed run reports", async () => {
-    const { stub, init } = newQuery();
+    const { queryId, stub, init } = await newQuery();
     await stub.create(init);
     await stub.claim();
 
-    const failed = await stub.finish({
+    await stub.finish({
       status: "failed",
       message: "Failed: too big.",
       bytesLoaded: 99,
@@ -197,7 +237,7 @@ describe("QueryState", () => {
       timings: { loadMs: 5 },
     });
 
-    expect(failed).toMatchObject({
+    expect(await endOf(queryId)).toMatchObject({
       status: "failed",
       message: "Failed: too big.",
       bytesLoaded: 99,
@@ -208,13 +248,12 @@ describe("QueryState", () => {
   });
 
   it("should fail a query recorded without limits (queued before they were recorded) instead of running it", async () => {
-    const { stub, init } = newQuery();
-    const { limits: _limits, ...older } = init;
+    const { stub, init } = await newQuery();
     await stub.create(init);
     await runInDurableObject(stub, async (_instance: QueryState, state) => {
-      const record = (await state.storage.get<QueryRecord>("query"))!;
+      const record = (await state.storage.get<LiveQuery>("query"))!;
       delete record.limits;
-      await state.storage.put("query", { ...record, ...older });
+      await state.storage.put("query", record);
     });
 
     const claim = await stub.claim();
@@ -224,5 +263,36 @@ describe("QueryState", () => {
       status: "failed",
       message: "Failed: the query was queued before an upgrade of the service; submit it again.",
     });
+  });
+
+  it("should read a query recorded before its row kept its end, and write that end into the row", async () => {
+    const { queryId, stub, init } = await newQuery("SELECT 'older'");
+    // The record as the service wrote it before migration 0007: the whole query, figures included.
+    const older = {
+      ...SUCCESS,
+      queryId,
+      ownerUserId,
+      sql: "SELECT 'older'",
+      limits: init.limits,
+      message: "Succeeded: 2 rows, 12 bytes.",
+      createdAt: "2026-11-20T07:00:00Z",
+      updatedAt: "2026-11-20T07:00:01Z",
+      createdAtMs: Date.parse("2026-11-20T07:00:00Z"),
+    };
+    await runInDurableObject(stub, (_instance: QueryState, state) => state.storage.put("query", older));
+
+    const record = await recordOf(queryId);
+
+    expect(record).toMatchObject({
+      status: "succeeded",
+      sql: "SELECT 'older'",
+      message: "Succeeded: 2 rows, 12 bytes.",
+      updatedAt: "2026-11-20T07:00:01Z",
+      size: 12,
+      rowCount: 2,
+      resultKey: "results/x.csv",
+    });
+    expect(await endOf(queryId)).toMatchObject({ status: "succeeded", size: 12, resultKey: "results/x.csv" });
+    expect(await stub.get()).toMatchObject({ status: "succeeded", published: true, figures: null });
   });
 });

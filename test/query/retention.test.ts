@@ -1,9 +1,11 @@
 import { env } from "cloudflare:workers";
 import { afterEach, beforeAll, describe, expect, it, vi } from "vitest";
+import { findQuery, insertQuery } from "../../src/worker/query/history";
 import { purgeExpiredResults } from "../../src/worker/query/retention";
 import { resultObjectKey } from "../../src/worker/storage/keys";
+import { randomToken } from "../../src/worker/util/crypto";
 import { readEnvelope } from "../support/http";
-import { login, type LoggedIn } from "../support/login";
+import { login, userIdOf, type LoggedIn } from "../support/login";
 import { consume, queryGet, recordOf, resultText, serviceWith, statusOf, submitOk, TestQueue } from "../support/query";
 
 const RETENTION = { QUERY_RESULT_RETENTION_SECONDS: "60" };
@@ -73,6 +75,19 @@ describe("purgeExpiredResults", () => {
     await purgeAt(0);
 
     expect(await resultText(user.accessToken, queryId)).toBe("word\nfresh\n");
+  });
+
+  it("should delete a row whose submit never made its state, once the retention time has passed", async () => {
+    const queryId = randomToken(16);
+    const row = { queryId, ownerUserId: await userIdOf(user), sql: "SELECT 1", createdAt: new Date().toISOString() };
+    await insertQuery(env.DB, row, null);
+
+    await purgeAt(0);
+    const early = await findQuery(env.DB, queryId);
+    await purgeAt(120);
+
+    expect(early).not.toBeNull();
+    expect(await findQuery(env.DB, queryId)).toBeNull();
   });
 
   it("should leave a query that has not ended alone", async () => {

@@ -1,3 +1,4 @@
+import { env } from "cloudflare:workers";
 import { call, ORIGIN, worker, type Envelope, type Fetch } from "./http";
 
 /** The tokens a login hands out (the JwtResponse Data, camelCased), and the account they act for. */
@@ -17,6 +18,17 @@ export interface JwtData {
   AccessTokenExpiresOn: string;
   RefreshToken: string;
   RefreshTokenExpiresOn: string;
+}
+
+/** The user id behind a login (the id D1's rows name). */
+export async function userIdOf(user: LoggedIn): Promise<string> {
+  const row = await env.DB.prepare(
+    "SELECT users.id AS id FROM users JOIN accounts ON accounts.id = users.account_id WHERE accounts.name = ?",
+  )
+    .bind(user.accountName)
+    .first<{ id: string }>();
+  if (!row) throw new Error(`no user has the account ${user.accountName}`);
+  return row.id;
 }
 
 /** `Authorization` header for an access token. */

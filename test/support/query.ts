@@ -3,6 +3,8 @@ import { env } from "cloudflare:workers";
 import { expect, vi } from "vitest";
 import { consumeDeadQueries, consumeQueries, type WorkMessage } from "../../src/worker/query/consumer";
 import type { PrepareMessage } from "../../src/worker/query/prepare-item";
+import { findQuery } from "../../src/worker/query/history";
+import { recordOfRow } from "../../src/worker/query/queries";
 import type { QueryRecord } from "../../src/worker/query/query-record";
 import type { QueryState } from "../../src/worker/query/query-state";
 import { createDataset, datasetId, followDownload, uploadOk } from "./catalog";
@@ -233,9 +235,37 @@ export function stateOf(queryId: string): DurableObjectStub<QueryState> {
   return env.QUERY_STATE.get(env.QUERY_STATE.idFromName(queryId));
 }
 
-/** The full record a query's Durable Object holds. */
+/** A query's full record, as the service reads it: its row, with its Durable Object's state while it lives. */
 export async function recordOf(queryId: string): Promise<QueryRecord | null> {
-  return stateOf(queryId).get();
+  const row = await findQuery(env.DB, queryId);
+  return row && recordOfRow(env, row);
+}
+
+/** Query state whose stubs do something else for one method. */
+export function stateWith(
+  method: keyof QueryState,
+  replacement: (stub: DurableObjectStub<QueryState>) => (...args: never[]) => Promise<unknown>,
+): DurableObjectNamespace<QueryState> {
+  return new Proxy(env.QUERY_STATE, {
+    get(target, property) {
+      if (property === "get")
+        return (id: DurableObjectId) => {
+          const real = target.get(id);
+          return new Proxy(real, {
+            get(stub, name) {
+              return name === method ? replacement(real) : Reflect.get(stub, name);
+            },
+          });
+        };
+      const value: unknown = Reflect.get(target, property);
+      return typeof value === "function" ? value.bind(target) : value;
+    },
+  });
+}
+
+/** Query state whose stubs fail one method, as a Durable Object that cannot be reached does. */
+export function stateFailing(method: keyof QueryState): DurableObjectNamespace<QueryState> {
+  return stateWith(method, () => () => Promise.reject(new Error("Durable Object unreachable")));
 }
 
 /** A name made only of letters, digits and '_', so SQL can name it bare. */

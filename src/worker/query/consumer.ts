@@ -1,7 +1,8 @@
-import { runClaimedQuery } from "./run-claimed-query";
+import { findQuery } from "./history";
 import { prepareItem, type PrepareMessage } from "./prepare-item";
 import { queryStub, type QueryMessage } from "./queries";
-import { FINISHED } from "./query-record";
+import { FINISHED, type RunOutcome } from "./query-record";
+import { runClaimedQuery } from "./run-claimed-query";
 
 /** What the queue carries: a query to run, or a data item version whose column images to build. */
 export type WorkMessage = QueryMessage | PrepareMessage;
@@ -9,6 +10,12 @@ export type WorkMessage = QueryMessage | PrepareMessage;
 function isPrepare(body: WorkMessage): body is PrepareMessage {
   return "prepare" in body;
 }
+
+/** The outcome of a query whose row is gone: a submit taken back after its answer failed (queries.ts `withdraw`). */
+const WITHDRAWN: RunOutcome = {
+  status: "failed",
+  message: "Failed: the submit of this query failed and was taken back; submit it again.",
+};
 
 /** Delay before retry n (1-based): 5 s, 20 s, 80 s … capped at 5 minutes. */
 function backoffSeconds(attempts: number): number {
@@ -48,11 +55,12 @@ async function consumeQuery(message: Message<QueryMessage>, env: Env): Promise<v
     return;
   }
   try {
-    const outcome = await runClaimedQuery(env, claim.record, claim.record.limits, stub);
+    // Who submitted what, and when, is the query's row's.
+    const row = await findQuery(env.DB, message.body.queryId);
+    const outcome = row ? await runClaimedQuery(env, row, claim.record.limits, stub) : WITHDRAWN;
     const recorded = outcome.status === "cancelled" ? null : await stub.finish(outcome);
     // Cancelled or failed by the watchdog meanwhile: nothing points to the result, so nothing else would delete it.
-    if (outcome.status === "succeeded" && recorded?.resultKey !== outcome.resultKey)
-      await env.BUCKET.delete(outcome.resultKey);
+    if (outcome.status === "succeeded" && recorded?.status !== "succeeded") await env.BUCKET.delete(outcome.resultKey);
     if (outcome.status === "cancelled" || recorded?.status === "cancelled") await stub.release();
     message.ack();
   } catch (error) {

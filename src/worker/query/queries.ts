@@ -1,14 +1,17 @@
 import type { Principal } from "../catalog/accounts";
 import type { FairShare, QueryLimits } from "../config";
 import { randomToken } from "../util/crypto";
-import type { QueryRecord } from "./query-record";
+import { deleteQuery, findByIdempotencyKey, findQuery, insertQuery, listQueries, type HistoryCursor } from "./history";
+import { FINISHED, NO_FIGURES, queryRecord, type QueryRecord, type QueryRow, type QueryStatus } from "./query-record";
 
-/** The message the queue carries for a query: just the id; the Durable Object holds the rest. */
+/** The message the queue carries for a query: just the id; its row and its Durable Object hold the rest. */
 export interface QueryMessage {
   queryId: string;
 }
 
 const QUERY_ID_PATTERN = /^[A-Za-z0-9_-]{22}$/;
+/** Waiting for a query's end looks at it every 10 ms at first, then less often, up to every 50 ms. */
+const WAIT_POLL_MS = { first: 10, step: 5, most: 50 };
 
 /** A new query id: 16 random bytes as base64url, never beginning with "-", which a command line would read as an option. */
 export function newQueryId(): string {
@@ -18,7 +21,7 @@ export function newQueryId(): string {
   }
 }
 
-/** The Durable Object that owns a query's state. */
+/** The Durable Object that owns a query's live state. */
 export function queryStub(env: Env, queryId: string) {
   return env.QUERY_STATE.get(env.QUERY_STATE.idFromName(queryId));
 }
@@ -29,16 +32,18 @@ export function userQueriesStub(env: Env, userId: string) {
 }
 
 export type SubmitResult =
-  | { ok: true; queryId: string; record: QueryRecord; replayed: boolean }
+  | { ok: true; queryId: string; status: QueryStatus; replayed: boolean }
   | { ok: false; reason: "idempotency_conflict" | "not_queued" }
   | { ok: false; reason: "too_many_waiting"; waiting: number };
 
 /**
- * Records a query (D1 for the owner's history, its Durable Object for its
- * state) and enqueues it, or puts it in line behind the owner's running
- * queries (UserQueries); a full line refuses it and keeps nothing. With an
+ * Records a query (its D1 row, then its Durable Object) and enqueues it, or
+ * puts it in line behind the owner's running queries (UserQueries); a full
+ * line refuses it and keeps nothing. A submit that fails part way takes back
+ * what it did (`not_queued`), so trying again can succeed. With an
  * idempotency key, a retried submit of the same SQL returns the first query
- * instead of a new one.
+ * instead of a new one, and finishes submitting it if an earlier attempt
+ * failed before its Durable Object had it.
  */
 export async function submitQuery(
   env: Env,
@@ -50,46 +55,94 @@ export async function submitQuery(
 ): Promise<SubmitResult> {
   if (idempotencyKey) {
     const earlier = await findByIdempotencyKey(env.DB, principal.userId, idempotencyKey);
-    if (earlier) return replay(env, earlier, sql);
+    if (earlier) return resume(env, earlier, sql, limits, share);
   }
-  const queryId = newQueryId();
   // Milliseconds, not seconds: the history lists queries newest first, and several can come within a second.
-  const inserted = await env.DB.prepare(
-    `INSERT INTO queries (id, user_id, sql, idempotency_key, created_at) VALUES (?, ?, ?, ?, ?)
-     ON CONFLICT DO NOTHING`,
-  )
-    .bind(queryId, principal.userId, sql, idempotencyKey, new Date().toISOString())
-    .run();
-  if (inserted.meta.changes !== 1 && idempotencyKey) {
-    // Another request with the same key won the race.
-    const earlier = await findByIdempotencyKey(env.DB, principal.userId, idempotencyKey);
-    if (earlier) return replay(env, earlier, sql);
+  const row = { queryId: newQueryId(), ownerUserId: principal.userId, sql, createdAt: new Date().toISOString() };
+  if (!(await insertQuery(env.DB, row, idempotencyKey))) {
+    // Another request with the same key won the race; if it has taken its row back since, this one is tried again.
+    const earlier = idempotencyKey && (await findByIdempotencyKey(env.DB, principal.userId, idempotencyKey));
+    return earlier ? resume(env, earlier, sql, limits, share) : { ok: false, reason: "not_queued" };
   }
+  return enqueue(env, { ...row, end: null }, limits, share);
+}
+
+/** A submit whose key has a row already: the same query, submitted now if an earlier attempt could not. */
+async function resume(
+  env: Env,
+  row: QueryRow,
+  sql: string,
+  limits: QueryLimits,
+  share: FairShare,
+): Promise<SubmitResult> {
+  if (row.sql !== sql) return { ok: false, reason: "idempotency_conflict" };
+  if (row.end) return { ok: true, queryId: row.queryId, status: row.end.status, replayed: true };
+  return enqueue(env, row, limits, share);
+}
+
+/**
+ * Creates the query's state and puts it in line (sending it to the queue
+ * when a slot is free). A state that exists already means an earlier submit
+ * did this: it is answered as it is.
+ */
+async function enqueue(env: Env, row: QueryRow, limits: QueryLimits, share: FairShare): Promise<SubmitResult> {
+  const { queryId, ownerUserId } = row;
+  let reached: "row" | "state" | "line" = "row";
+  try {
+    const { created, record } = await queryStub(env, queryId).create({ queryId, ownerUserId, limits });
+    if (!created) return { ok: true, queryId, status: record.status, replayed: true };
+    reached = "state";
+    // After create: once in line, the query may be sent by another query's end, and must exist to be claimed.
+    const entered = await userQueriesStub(env, ownerUserId).enter(queryId, share);
+    if (!entered.ok) {
+      await withdraw(env, row, "state");
+      return { ok: false, reason: "too_many_waiting", waiting: entered.waiting };
+    }
+    reached = "line";
+    if (entered.admitted) await env.QUERY_QUEUE.send({ queryId } satisfies QueryMessage);
+    return { ok: true, queryId, status: record.status, replayed: false };
+  } catch (error) {
+    console.error(JSON.stringify({ queryId, step: `submit (after the ${reached})`, error: String(error) }));
+    await withdraw(env, row, reached);
+    return { ok: false, reason: "not_queued" };
+  }
+}
+
+/**
+ * Takes back a submit that did not complete: its place in line, its state,
+ * its row, each on its own. What cannot be taken back is finished by a retry
+ * with the same key (a row without state is submitted again), or by the
+ * state's alarm (a state without its place in line is put back in line).
+ */
+async function withdraw(env: Env, row: QueryRow, reached: "row" | "state" | "line"): Promise<void> {
+  const steps: [string, () => Promise<void>][] = [];
+  // An `enter` whose answer was lost may have put it in line, as a `create` may have made the state.
+  if (reached !== "row") steps.push(["leave the line", () => userQueriesStub(env, row.ownerUserId).leave(row.queryId)]);
+  steps.push(["discard the state", () => queryStub(env, row.queryId).discard()]);
+  steps.push(["delete the row", () => deleteQuery(env.DB, row.queryId)]);
+  for (const [step, run] of steps) {
+    try {
+      await run();
+    } catch (error) {
+      console.error(JSON.stringify({ queryId: row.queryId, step: `withdraw: ${step}`, error: String(error) }));
+    }
+  }
+}
+
+/** Polls a query until it has ended or `deadline` (epoch ms) has passed; its status then. */
+export async function waitForEnd(
+  env: Env,
+  queryId: string,
+  status: QueryStatus,
+  deadline: number,
+): Promise<QueryStatus> {
   const stub = queryStub(env, queryId);
-  const record = await stub.create({ queryId, ownerUserId: principal.userId, sql, limits });
-  // After create: once in line, the query may be sent by another query's end, and must exist to be claimed.
-  let entered;
-  try {
-    entered = await userQueriesStub(env, principal.userId).enter(queryId, share);
-  } catch (error) {
-    await stub.finish({ status: "failed", message: "Failed: the query could not be queued; submit it again." });
-    console.error(JSON.stringify({ queryId, enter: String(error) }));
-    return { ok: false, reason: "not_queued" };
+  for (let polls = 0; !FINISHED.has(status) && Date.now() < deadline; polls++) {
+    const delay = Math.min(WAIT_POLL_MS.most, WAIT_POLL_MS.first + polls * WAIT_POLL_MS.step);
+    await new Promise((resolve) => setTimeout(resolve, delay));
+    status = (await stub.get())?.status ?? status;
   }
-  if (!entered.ok) {
-    await stub.discard();
-    await env.DB.prepare("DELETE FROM queries WHERE id = ?").bind(queryId).run();
-    return { ok: false, reason: "too_many_waiting", waiting: entered.waiting };
-  }
-  if (!entered.admitted) return { ok: true, queryId, record, replayed: false };
-  try {
-    await env.QUERY_QUEUE.send({ queryId } satisfies QueryMessage);
-  } catch (error) {
-    await stub.finish({ status: "failed", message: "Failed: the query could not be queued; submit it again." });
-    console.error(JSON.stringify({ queryId, enqueue: String(error) }));
-    return { ok: false, reason: "not_queued" };
-  }
-  return { ok: true, queryId, record, replayed: false };
+  return status;
 }
 
 /** A queued query waiting for its owner's turn says so in its message, with how many of theirs wait before it. */
@@ -104,47 +157,59 @@ export async function withTurn(env: Env, record: QueryRecord, share: FairShare):
   };
 }
 
-async function findByIdempotencyKey(db: D1Database, userId: string, key: string) {
-  return db
-    .prepare("SELECT id, sql FROM queries WHERE user_id = ? AND idempotency_key = ?")
-    .bind(userId, key)
-    .first<{ id: string; sql: string }>();
+/** The caller's own query's row, or null: someone else's query answers exactly like a missing one. */
+async function ownRow(env: Env, principal: Principal, queryId: string): Promise<QueryRow | null> {
+  if (!QUERY_ID_PATTERN.test(queryId)) return null;
+  const row = await findQuery(env.DB, queryId);
+  return row && row.ownerUserId === principal.userId ? row : null;
 }
 
-async function replay(env: Env, earlier: { id: string; sql: string }, sql: string): Promise<SubmitResult> {
-  if (earlier.sql !== sql) return { ok: false, reason: "idempotency_conflict" };
-  const record = await queryStub(env, earlier.id).get();
-  if (!record) return { ok: false, reason: "not_queued" };
-  return { ok: true, queryId: earlier.id, record, replayed: true };
+/**
+ * A query as its owner sees it: its row alone once it has ended, else with
+ * its Durable Object's state; null for a row whose submit never made one.
+ */
+export async function recordOfRow(env: Env, row: QueryRow): Promise<QueryRecord | null> {
+  if (row.end) return queryRecord(row, row.end);
+  const live = await queryStub(env, row.queryId).get();
+  if (!live) return null;
+  if (live.published) {
+    // It ended after the row was read: the row has the figures now.
+    const again = await findQuery(env.DB, row.queryId);
+    if (again?.end) return queryRecord(again, again.end);
+  }
+  return queryRecord(row, { ...(live.figures ?? NO_FIGURES), ...live });
 }
 
 /** The caller's own query, or null: someone else's query answers exactly like a missing one. */
 export async function findOwnQuery(env: Env, principal: Principal, queryId: string): Promise<QueryRecord | null> {
-  if (!QUERY_ID_PATTERN.test(queryId)) return null;
-  const record = await queryStub(env, queryId).get();
-  return record && record.ownerUserId === principal.userId ? record : null;
+  const row = await ownRow(env, principal, queryId);
+  return row && recordOfRow(env, row);
+}
+
+export type CancelResult = { ok: true; record: QueryRecord } | { ok: false; endedAs: QueryStatus | null };
+
+/** Cancels the caller's own queued or running query; refused with the state it ended in, or null for no such query. */
+export async function cancelOwnQuery(env: Env, principal: Principal, queryId: string): Promise<CancelResult> {
+  const row = await ownRow(env, principal, queryId);
+  if (!row) return { ok: false, endedAs: null };
+  if (row.end) return { ok: false, endedAs: row.end.status };
+  const step = await queryStub(env, queryId).cancel();
+  if (!step.ok) return { ok: false, endedAs: step.record?.status ?? null };
+  return { ok: true, record: queryRecord(row, { ...NO_FIGURES, ...step.record }) };
 }
 
 /** One page of the caller's queries, newest first, with the cursor of the next page. */
 export async function listOwnQueries(
   env: Env,
   principal: Principal,
-  page: { limit: number; cursor: { createdAt: string; id: string } | null },
-): Promise<{ records: QueryRecord[]; next: { createdAt: string; id: string } | null }> {
-  const { results } = await env.DB.prepare(
-    `SELECT id, created_at AS createdAt FROM queries
-     WHERE user_id = ?1 AND (?2 IS NULL OR created_at < ?2 OR (created_at = ?2 AND id < ?3))
-     ORDER BY created_at DESC, id DESC LIMIT ?4`,
-  )
-    .bind(principal.userId, page.cursor?.createdAt ?? null, page.cursor?.id ?? null, page.limit + 1)
-    .all<{ id: string; createdAt: string }>();
-  const rows = results.slice(0, page.limit);
-  const records: QueryRecord[] = [];
-  for (const record of await Promise.all(rows.map((row) => queryStub(env, row.id).get())))
-    if (record) records.push(record);
-  const last = rows[rows.length - 1];
-  return {
-    records,
-    next: results.length > page.limit && last ? { createdAt: last.createdAt, id: last.id } : null,
-  };
+  page: { limit: number; cursor: HistoryCursor | null },
+): Promise<{ records: QueryRecord[]; next: HistoryCursor | null }> {
+  const rows = await listQueries(env.DB, principal.userId, page.limit + 1, page.cursor);
+  const shown = rows.slice(0, page.limit);
+  // Only queries that have not ended ask their Durable Object.
+  const records = (await Promise.all(shown.map((row) => recordOfRow(env, row)))).filter(
+    (record): record is QueryRecord => record !== null,
+  );
+  const last = shown.at(-1);
+  return { records, next: rows.length > page.limit && last ? { createdAt: last.createdAt, id: last.queryId } : null };
 }

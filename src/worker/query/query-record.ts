@@ -1,10 +1,16 @@
-import type { QueryLimits } from "../config";
 import type { DataTypeName } from "../ingest/value-types";
+import { isoSeconds } from "../util/time";
 
 /** The states of a query (DECISIONS §7). */
 export type QueryStatus = "queued" | "running" | "succeeded" | "failed" | "cancelled";
+/** The states a query ends in. */
+export type FinalStatus = "succeeded" | "failed" | "cancelled";
 
 export const FINISHED: ReadonlySet<QueryStatus> = new Set(["succeeded", "failed", "cancelled"]);
+
+export function isFinished(status: QueryStatus): status is FinalStatus {
+  return FINISHED.has(status);
+}
 
 /** Where the time of a run went, in milliseconds. */
 export interface QueryTimings {
@@ -20,30 +26,84 @@ export interface ResultColumn {
   type: DataTypeName;
 }
 
-/** Everything known about one query; the Durable Object of the query owns it. */
-export interface QueryRecord {
-  queryId: string;
-  ownerUserId: string;
-  sql: string;
-  /** The limits in force when it was submitted; the engine Worker runs it under these (absent on older records). */
-  limits?: QueryLimits;
-  status: QueryStatus;
-  message: string;
-  createdAt: string;
-  updatedAt: string;
-  /** Creation time in epoch milliseconds, for the queue-wait timing (createdAt has whole seconds). */
-  createdAtMs: number;
-  /** Result file size in bytes; 0 until it succeeds. */
+/** What a run leaves behind; empty (NO_FIGURES) until the query has ended. */
+export interface QueryFigures {
+  /** Result file size in bytes; 0 unless it succeeded. */
   size: number;
   rowCount: number | null;
   bytesLoaded: number | null;
   peakMemoryBytes: number | null;
   timings: QueryTimings | null;
   /** Which engine ran it: sql.js in the engine Worker, or a data item's table store. */
-  engine?: "sqljs" | "store";
+  engine: "sqljs" | "store" | null;
   resultKey: string | null;
   resultColumns: ResultColumn[] | null;
   expiresAt: string | null;
+}
+
+export const NO_FIGURES: QueryFigures = {
+  size: 0,
+  rowCount: null,
+  bytesLoaded: null,
+  peakMemoryBytes: null,
+  timings: null,
+  engine: null,
+  resultKey: null,
+  resultColumns: null,
+  expiresAt: null,
+};
+
+/** Where a query stands: its status, what it is doing or how it ended, and its figures. */
+export interface QueryProgress extends QueryFigures {
+  status: QueryStatus;
+  message: string;
+  updatedAt: string;
+}
+
+/** How a query ended, as its D1 row keeps it. */
+export interface QueryEnd extends QueryProgress {
+  status: FinalStatus;
+}
+
+/** A query's D1 row (history.ts): who submitted what, when, and, once it has ended, how. */
+export interface QueryRow {
+  queryId: string;
+  ownerUserId: string;
+  sql: string;
+  /** ISO 8601 with milliseconds, so the history keeps the order of queries submitted within one second. */
+  createdAt: string;
+  /** Null while the query lives: its Durable Object (QueryState) holds its state until it ends. */
+  end: QueryEnd | null;
+}
+
+/** A query as its owner sees it: its row, with where it stands. */
+export interface QueryRecord extends QueryProgress {
+  queryId: string;
+  ownerUserId: string;
+  sql: string;
+  /** The row's creation time at whole seconds, like every time on the wire. */
+  createdAt: string;
+}
+
+export function queryRecord(row: QueryRow, progress: QueryProgress): QueryRecord {
+  return {
+    queryId: row.queryId,
+    ownerUserId: row.ownerUserId,
+    sql: row.sql,
+    createdAt: isoSeconds(Math.floor(Date.parse(row.createdAt) / 1000)),
+    status: progress.status,
+    message: progress.message,
+    updatedAt: progress.updatedAt,
+    size: progress.size,
+    rowCount: progress.rowCount,
+    bytesLoaded: progress.bytesLoaded,
+    peakMemoryBytes: progress.peakMemoryBytes,
+    timings: progress.timings,
+    engine: progress.engine,
+    resultKey: progress.resultKey,
+    resultColumns: progress.resultColumns,
+    expiresAt: progress.expiresAt,
+  };
 }
 
 /** What a finished run reports. */

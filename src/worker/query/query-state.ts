@@ -1,41 +1,140 @@
 import { DurableObject } from "cloudflare:workers";
 import { isoSeconds, nowSeconds } from "../util/time";
 import type { QueryLimits } from "../config";
-import { FINISHED, type QueryRecord, type RunOutcome } from "./query-record";
+import { recordEnd } from "./history";
+import {
+  FINISHED,
+  isFinished,
+  NO_FIGURES,
+  type FinalStatus,
+  type QueryFigures,
+  type QueryStatus,
+  type RunOutcome,
+} from "./query-record";
 import type { UserQueries } from "./user-queries";
 
 const KEY = "query";
 
-export type ClaimResult =
-  { ok: true; record: QueryRecord & { limits: QueryLimits } } | { ok: false; record: QueryRecord | null };
-export type CancelResult = { ok: true; record: QueryRecord } | { ok: false; record: QueryRecord | null };
+/**
+ * What a query's Durable Object keeps: the query's live state. Who
+ * submitted what and when is its D1 row's (history.ts), and so is how it
+ * ended once the row has it.
+ */
+export interface LiveQuery {
+  queryId: string;
+  /** The user whose share of the engine (UserQueries) the query takes its slot from. */
+  ownerUserId: string;
+  /** The limits in force when it was submitted; the engine Worker runs it under these (absent on older records). */
+  limits?: QueryLimits;
+  status: QueryStatus;
+  /** What it is doing, or how it ended. */
+  message: string;
+  updatedAt: string;
+  /** The figures it ended with, kept only until its D1 row has them. */
+  figures: QueryFigures | null;
+  /** Its D1 row holds how it ended: from then on the row answers for it. */
+  published: boolean;
+}
+
+/** A step that may be refused: the state after it, or the state that refused it (null: no such query). */
+export type StepResult<T extends LiveQuery = LiveQuery> =
+  { ok: true; record: T } | { ok: false; record: LiveQuery | null };
+
+/** A record written before the D1 row kept how queries end (migration 0007): the whole query was here. */
+type EarlierRecord = Omit<LiveQuery, "figures" | "published"> &
+  Omit<QueryFigures, "engine"> & { engine?: "sqljs" | "store" };
+
+function current(stored: LiveQuery | EarlierRecord): LiveQuery {
+  if ("published" in stored) return stored;
+  const { queryId, ownerUserId, limits, status, message, updatedAt } = stored;
+  const figures: QueryFigures = {
+    size: stored.size,
+    rowCount: stored.rowCount,
+    bytesLoaded: stored.bytesLoaded,
+    peakMemoryBytes: stored.peakMemoryBytes,
+    timings: stored.timings,
+    engine: stored.engine ?? null,
+    resultKey: stored.resultKey,
+    resultColumns: stored.resultColumns,
+    expiresAt: stored.expiresAt,
+  };
+  return {
+    queryId,
+    ownerUserId,
+    limits,
+    status,
+    message,
+    updatedAt,
+    figures: FINISHED.has(status) ? figures : null,
+    published: false,
+  };
+}
 
 /**
  * One query's state machine (DECISIONS §7): queued → running → succeeded |
- * failed, and queued | running → cancelled. It owns the state and the
- * watchdog alarm, and nothing else: it never runs SQL. Each method is one
- * atomic step, since a Durable Object handles one call at a time.
+ * failed, and queued | running → cancelled. It owns the live state and the
+ * watchdog alarm, and hands how the query ended to its D1 row; it never
+ * runs SQL. Each method is one atomic step, since a Durable Object handles
+ * one call at a time.
  */
 export class QueryState extends DurableObject<Env> {
-  private async load(): Promise<QueryRecord | null> {
-    return (await this.ctx.storage.get<QueryRecord>(KEY)) ?? null;
+  private async load(): Promise<LiveQuery | null> {
+    const stored = await this.ctx.storage.get<LiveQuery | EarlierRecord>(KEY);
+    return stored ? current(stored) : null;
   }
 
-  private async save(record: QueryRecord, message?: string): Promise<QueryRecord> {
+  private async save(record: LiveQuery, message?: string): Promise<LiveQuery> {
     const next = { ...record, message: message ?? record.message, updatedAt: isoSeconds(nowSeconds()) };
     await this.ctx.storage.put(KEY, next);
     return next;
   }
 
-  /** Saves a finished record, then gives the query's slot back to its owner's share (UserQueries). */
-  private async ended(record: QueryRecord, message: string): Promise<QueryRecord> {
-    const saved = await this.save(record, message);
-    await this.slots(record, (slots) => slots.leave(record.queryId));
-    return saved;
+  /**
+   * Records how the query ended and hands it to the D1 row, then gives the
+   * query's slot back to its owner's share (UserQueries), unless the engine
+   * still holds it (`release`).
+   */
+  private async ended(
+    record: LiveQuery,
+    status: FinalStatus,
+    message: string,
+    options: { figures?: QueryFigures; holdSlot?: boolean } = {},
+  ): Promise<LiveQuery> {
+    const saved = await this.save(
+      { ...record, status, figures: options.figures ?? NO_FIGURES, published: false },
+      message,
+    );
+    const published = await this.publish(saved);
+    if (!options.holdSlot) await this.slots(record, (slots) => slots.leave(record.queryId));
+    return published;
+  }
+
+  /**
+   * Writes how the query ended into its D1 row, then forgets the figures:
+   * the row answers for the query from then on. If the write fails, the
+   * object keeps them, answers with them, and its alarm tries again.
+   */
+  private async publish(record: LiveQuery): Promise<LiveQuery> {
+    if (!isFinished(record.status)) return record;
+    try {
+      await recordEnd(this.env.DB, record.queryId, {
+        ...(record.figures ?? NO_FIGURES),
+        status: record.status,
+        message: record.message,
+        updatedAt: record.updatedAt,
+      });
+    } catch (error) {
+      console.error(JSON.stringify({ queryId: record.queryId, step: "record the end in D1", error: String(error) }));
+      await this.ctx.storage.setAlarm(Date.now() + PUBLISH_RETRY_MS);
+      return record;
+    }
+    const published = { ...record, figures: null, published: true };
+    await this.ctx.storage.put(KEY, published);
+    return published;
   }
 
   /** Tells the owner's share (UserQueries) about the query; a failure only delays the slot (its lease). */
-  private async slots(record: QueryRecord, tell: (slots: DurableObjectStub<UserQueries>) => Promise<void>) {
+  private async slots(record: LiveQuery, tell: (slots: DurableObjectStub<UserQueries>) => Promise<void>) {
     try {
       await tell(this.env.USER_QUERIES.get(this.env.USER_QUERIES.idFromName(record.ownerUserId)));
     } catch (error) {
@@ -43,41 +142,36 @@ export class QueryState extends DurableObject<Env> {
     }
   }
 
-  /** Records a new query as queued; calling it again returns the first record unchanged. */
-  async create(init: { queryId: string; ownerUserId: string; sql: string; limits: QueryLimits }): Promise<QueryRecord> {
+  /** Records a new query as queued (`created`); calling it again returns the first state unchanged. */
+  async create(init: {
+    queryId: string;
+    ownerUserId: string;
+    limits: QueryLimits;
+  }): Promise<{ created: boolean; record: LiveQuery }> {
     const existing = await this.load();
-    if (existing) return existing;
-    const nowMs = Date.now();
-    const now = isoSeconds(Math.floor(nowMs / 1000));
-    const record: QueryRecord = {
+    if (existing) return { created: false, record: existing };
+    const record: LiveQuery = {
       ...init,
-      createdAtMs: nowMs,
       status: "queued",
       message: "Queued; waiting for a worker to run it.",
-      createdAt: now,
-      updatedAt: now,
-      size: 0,
-      rowCount: null,
-      bytesLoaded: null,
-      peakMemoryBytes: null,
-      timings: null,
-      resultKey: null,
-      resultColumns: null,
-      expiresAt: null,
+      updatedAt: isoSeconds(nowSeconds()),
+      figures: null,
+      published: false,
     };
     await this.ctx.storage.put(KEY, record);
-    await this.ctx.storage.setAlarm(nowMs + QUEUED_CHECK_MS);
-    return record;
+    await this.ctx.storage.setAlarm(Date.now() + QUEUED_CHECK_MS);
+    return { created: true, record };
   }
 
-  /** Forgets a query that was refused before anyone saw it (its owner's line was full). */
+  /** Forgets a query that was never accepted (its owner's line was full, or its submit failed part way). */
   async discard(): Promise<void> {
     await this.ctx.storage.deleteAll();
   }
 
-  /** The query's record, or null if it was never created. */
-  async get(): Promise<QueryRecord | null> {
-    return this.load();
+  /** The query's state, or null if it was never created; an end the D1 row does not have yet is handed on first. */
+  async get(): Promise<LiveQuery | null> {
+    const record = await this.load();
+    return record && !record.published ? this.publish(record) : record;
   }
 
   /**
@@ -85,13 +179,14 @@ export class QueryState extends DurableObject<Env> {
    * Anything else (already running, finished, cancelled) is refused, so a
    * redelivered message never runs a query twice.
    */
-  async claim(): Promise<ClaimResult> {
+  async claim(): Promise<StepResult<LiveQuery & { limits: QueryLimits }>> {
     const record = await this.load();
     if (!record || record.status !== "queued") return { ok: false, record };
     // Queued before the limits were recorded with each query (an older version of the service).
     if (!record.limits) {
       const failed = await this.ended(
-        { ...record, status: "failed" },
+        record,
+        "failed",
         "Failed: the query was queued before an upgrade of the service; submit it again.",
       );
       return { ok: false, record: failed };
@@ -105,7 +200,7 @@ export class QueryState extends DurableObject<Env> {
   }
 
   /** Updates the human message of a running query (what it is doing). */
-  async progress(message: string): Promise<QueryRecord | null> {
+  async progress(message: string): Promise<LiveQuery | null> {
     const record = await this.load();
     if (!record || record.status !== "running") return record;
     return this.save(record, message);
@@ -116,7 +211,7 @@ export class QueryState extends DurableObject<Env> {
    * watchdog fails it: the engine waits (for a table store being built), then
    * re-arms the watchdog with the time limit when the query starts running.
    */
-  async rearm(message: string, forMs: number): Promise<QueryRecord | null> {
+  async rearm(message: string, forMs: number): Promise<LiveQuery | null> {
     const record = await this.load();
     if (!record || record.status !== "running") return record;
     await this.ctx.storage.setAlarm(Date.now() + forMs + WATCHDOG_GRACE_MS);
@@ -124,7 +219,7 @@ export class QueryState extends DurableObject<Env> {
   }
 
   /** Puts a running query back in the queue after a transient error, for the retry to claim. */
-  async requeue(reason: string): Promise<QueryRecord | null> {
+  async requeue(reason: string): Promise<LiveQuery | null> {
     const record = await this.load();
     if (!record || record.status !== "running") return record;
     await this.ctx.storage.setAlarm(Date.now() + QUEUED_CHECK_MS);
@@ -132,47 +227,40 @@ export class QueryState extends DurableObject<Env> {
   }
 
   /** Records how a run ended. A query cancelled meanwhile stays cancelled. */
-  async finish(outcome: RunOutcome): Promise<QueryRecord | null> {
+  async finish(outcome: RunOutcome): Promise<LiveQuery | null> {
     const record = await this.load();
     if (!record || FINISHED.has(record.status)) return record;
     await this.ctx.storage.deleteAlarm();
     if (outcome.status === "succeeded") {
-      const { status: _status, ...result } = outcome;
-      return this.ended(
-        { ...record, ...result, status: "succeeded" },
-        `Succeeded: ${outcome.rowCount} rows, ${outcome.size} bytes.`,
-      );
+      const { status: _status, engine, ...result } = outcome;
+      return this.ended(record, "succeeded", `Succeeded: ${outcome.rowCount} rows, ${outcome.size} bytes.`, {
+        figures: { ...result, engine: engine ?? null },
+      });
     }
-    return this.ended(
-      {
-        ...record,
-        status: "failed",
-        engine: outcome.engine ?? record.engine,
-        bytesLoaded: outcome.bytesLoaded ?? record.bytesLoaded,
-        peakMemoryBytes: outcome.peakMemoryBytes ?? record.peakMemoryBytes,
-        timings: outcome.timings
-          ? { queueWaitMs: 0, loadMs: 0, executeMs: 0, writeMs: 0, ...outcome.timings }
-          : record.timings,
+    return this.ended(record, "failed", outcome.message, {
+      figures: {
+        ...NO_FIGURES,
+        engine: outcome.engine ?? null,
+        bytesLoaded: outcome.bytesLoaded ?? null,
+        peakMemoryBytes: outcome.peakMemoryBytes ?? null,
+        timings: outcome.timings ? { queueWaitMs: 0, loadMs: 0, executeMs: 0, writeMs: 0, ...outcome.timings } : null,
       },
-      outcome.message,
-    );
+    });
   }
 
   /**
    * Cancels a queued or running query; a finished one is refused with its
-   * record. A running query keeps its owner's slot until the engine has let
+   * state. A running query keeps its owner's slot until the engine has let
    * it go (`release`): the engine notices between rows, not inside a statement.
    */
-  async cancel(): Promise<CancelResult> {
+  async cancel(): Promise<StepResult> {
     const record = await this.load();
     if (!record || FINISHED.has(record.status)) return { ok: false, record };
     await this.ctx.storage.deleteAlarm();
-    const cancelled = { ...record, status: "cancelled" as const };
-    const message = "Cancelled by its owner.";
-    return {
-      ok: true,
-      record: record.status === "running" ? await this.save(cancelled, message) : await this.ended(cancelled, message),
-    };
+    const cancelled = await this.ended(record, "cancelled", "Cancelled by its owner.", {
+      holdSlot: record.status === "running",
+    });
+    return { ok: true, record: cancelled };
   }
 
   /** The engine has stopped running a query that was cancelled meanwhile: its slot goes back. */
@@ -181,30 +269,29 @@ export class QueryState extends DurableObject<Env> {
     if (record && FINISHED.has(record.status)) await this.slots(record, (slots) => slots.leave(record.queryId));
   }
 
-  /** Forgets the result once it has been deleted (retention). */
-  async expireResult(): Promise<QueryRecord | null> {
-    const record = await this.load();
-    if (!record || record.status !== "succeeded" || record.resultKey === null) return record;
-    return this.save({ ...record, resultKey: null }, "Succeeded; the result has expired and was deleted.");
-  }
-
   /**
    * The watchdog: a query still running past its time limit failed (its
-   * consumer died or hung); a query still queued is recovered if it was lost.
+   * consumer died or hung); a query still queued is recovered if it was lost;
+   * an end the D1 row could not take is written again.
    */
   override async alarm(): Promise<void> {
     const record = await this.load();
-    if (record?.status === "queued") {
+    if (!record) return;
+    if (record.status === "queued") {
       // Still queued: make sure its owner's share knows it and, if it holds a slot, that it is in the queue.
       await this.slots(record, (slots) => slots.recover(record.queryId));
       await this.ctx.storage.setAlarm(Date.now() + QUEUED_CHECK_MS);
       return;
     }
-    if (!record || record.status !== "running") return;
-    await this.ended(
-      { ...record, status: "failed" },
-      "Failed: the query did not finish within the time limit (the worker running it stopped or exceeded its CPU limit).",
-    );
+    if (record.status === "running") {
+      await this.ended(
+        record,
+        "failed",
+        "Failed: the query did not finish within the time limit (the worker running it stopped or exceeded its CPU limit).",
+      );
+      return;
+    }
+    if (!record.published) await this.publish(record);
   }
 }
 
@@ -212,3 +299,5 @@ export class QueryState extends DurableObject<Env> {
 const WATCHDOG_GRACE_MS = 30_000;
 /** How often a query still queued checks that it is not lost (a request that died between its steps, say). */
 const QUEUED_CHECK_MS = 10 * 60_000;
+/** After a failed write of its end to D1, the object tries again this much later. */
+const PUBLISH_RETRY_MS = 30_000;

@@ -1,35 +1,29 @@
 import { settings } from "../config";
 import { isoSeconds, nowSeconds } from "../util/time";
-import { FINISHED } from "./query-record";
+import { deleteQuery, dueResults, recordResultDeleted, rowsWithoutEnd } from "./history";
 import { queryStub } from "./queries";
 
 const BATCH = 200;
 
 /**
- * Deletes query results whose retention is over. Candidates come from D1
- * (queries older than the retention time, not yet purged); the query's
- * Durable Object says whether its result has really expired.
+ * Deletes query results whose retention is over, as the queries' rows say
+ * (`expires_at`). Rows older than the retention time that do not have
+ * their query's end first ask its Durable Object, which writes the end into
+ * the row (one whose write failed, or recorded before rows kept ends); a
+ * row whose object never had the query (a submit that failed part way) is
+ * deleted.
  */
 export async function purgeExpiredResults(env: Env): Promise<number> {
   const now = nowSeconds();
   const cutoff = isoSeconds(now - settings(env).query.resultRetentionSeconds);
-  const { results } = await env.DB.prepare(
-    "SELECT id FROM queries WHERE result_purged_at IS NULL AND created_at <= ? ORDER BY created_at LIMIT ?",
-  )
-    .bind(cutoff, BATCH)
-    .all<{ id: string }>();
+  for (const queryId of await rowsWithoutEnd(env.DB, cutoff, BATCH)) {
+    if (!(await queryStub(env, queryId).get())) await deleteQuery(env.DB, queryId);
+  }
   let purged = 0;
-  for (const { id } of results) {
-    const stub = queryStub(env, id);
-    const record = await stub.get();
-    if (record && !FINISHED.has(record.status)) continue;
-    if (record?.resultKey) {
-      if (record.expiresAt && record.expiresAt > isoSeconds(now)) continue;
-      await env.BUCKET.delete(record.resultKey);
-      await stub.expireResult();
-      purged++;
-    }
-    await env.DB.prepare("UPDATE queries SET result_purged_at = ? WHERE id = ?").bind(isoSeconds(now), id).run();
+  for (const { queryId, resultKey } of await dueResults(env.DB, isoSeconds(now), BATCH)) {
+    await env.BUCKET.delete(resultKey);
+    await recordResultDeleted(env.DB, queryId, isoSeconds(now));
+    purged++;
   }
   return purged;
 }

@@ -8,28 +8,29 @@ import { parseColumnImages } from "./engine/column-images";
 import { evaluateSql, type LoadableItem, type QuerySource, type ResultTarget } from "./engine/evaluate-sql";
 import { parseTableStoreState, tableStoreStub } from "./store/store-state";
 import { parseTableLayout } from "./table-layout";
-import type { QueryRecord, RunOutcome } from "./query-record";
+import type { QueryRow, QueryStatus, RunOutcome } from "./query-record";
 import { openObjectStream } from "../storage/object-stream";
 
 /** The parts of a query's Durable Object the run talks to. */
 export interface QueryStateHandle {
-  get(): Promise<QueryRecord | null>;
-  progress(message: string): Promise<QueryRecord | null>;
-  rearm(message: string, forMs: number): Promise<QueryRecord | null>;
+  get(): Promise<{ status: QueryStatus } | null>;
+  progress(message: string): Promise<unknown>;
+  rearm(message: string, forMs: number): Promise<unknown>;
 }
 
 /**
- * Runs a claimed query with its owner's view of the catalog, writing the
- * result to R2. SQL-level problems come back as a failed outcome; storage
- * errors are thrown, so the consumer can retry them.
+ * Runs a query the consumer has claimed (its row says who submitted what,
+ * when) with its owner's view of the catalog, writing the result to R2.
+ * SQL-level problems come back as a failed outcome; storage errors are
+ * thrown, so the consumer can retry them.
  */
 export async function runClaimedQuery(
   env: Env,
-  record: QueryRecord,
+  record: QueryRow,
   limits: QueryLimits,
   state: QueryStateHandle,
 ): Promise<RunOutcome | { status: "cancelled" }> {
-  const queueWaitMs = Math.max(0, Date.now() - record.createdAtMs);
+  const queueWaitMs = Math.max(0, Date.now() - Date.parse(record.createdAt));
   const owner = await findUserById(env.DB, record.ownerUserId);
   if (!owner) return { status: "failed", message: "Failed: the account that submitted the query no longer exists." };
 

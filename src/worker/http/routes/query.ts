@@ -1,7 +1,8 @@
 import { createRoute, z } from "@hono/zod-openapi";
 import { loadKeys } from "../../auth/keys";
+import type { HistoryCursor } from "../../query/history";
 import { FINISHED, type QueryRecord } from "../../query/query-record";
-import { findOwnQuery, listOwnQueries, queryStub, submitQuery, withTurn } from "../../query/queries";
+import { cancelOwnQuery, findOwnQuery, listOwnQueries, submitQuery, waitForEnd, withTurn } from "../../query/queries";
 import { resultSchemaString } from "../../query/result-schema";
 import { downloadLocation } from "../../storage/download-location";
 import type { AppContext } from "../context";
@@ -25,8 +26,6 @@ import {
 export const queryRoutes = createRouter();
 
 const MAX_WAIT_SECONDS = 30;
-/** `Prefer: wait` looks at the query every 10 ms at first, then less often, up to every 50 ms. */
-const WAIT_POLL_MS = { first: 10, step: 5, most: 50 };
 /** A refused submit (too many waiting) is worth trying again after about one query's run. */
 const WAITING_RETRY_AFTER_SECONDS = 10;
 const QueryParams = z.object({ QueryId: QueryIdParam });
@@ -99,25 +98,22 @@ queryRoutes.openapi(
           `${submitted.waiting} of your queries are already waiting for their turn (the limit is QUERY_MAX_QUEUED_PER_USER); submit this one when some have finished, or cancel some.`,
           { "Retry-After": String(WAITING_RETRY_AFTER_SECONDS) },
         );
-      throw new ApiError(503, "The query could not be queued; submit it again shortly.");
+      throw new ApiError(
+        503,
+        "The query could not be queued; submit it again shortly (with the same Idempotency-Key, if you sent one).",
+      );
     }
     const wait = preferredWait(headers.prefer);
-    let record = submitted.record;
+    let status = submitted.status;
     if (wait > 0) {
-      const deadline = Date.now() + wait * 1000;
-      const stub = queryStub(c.env, submitted.queryId);
-      for (let polls = 0; !FINISHED.has(record.status) && Date.now() < deadline; polls++) {
-        const delay = Math.min(WAIT_POLL_MS.most, WAIT_POLL_MS.first + polls * WAIT_POLL_MS.step);
-        await new Promise((resolve) => setTimeout(resolve, delay));
-        record = (await stub.get()) ?? record;
-      }
+      status = await waitForEnd(c.env, submitted.queryId, status, Date.now() + wait * 1000);
       c.header("Preference-Applied", `wait=${wait}`);
     }
     const message = submitted.replayed
-      ? `The query with this Idempotency-Key was submitted before; it is ${record.status}.`
-      : FINISHED.has(record.status)
-        ? `The query ${record.status}.`
-        : `The query is ${record.status}.`;
+      ? `The query with this Idempotency-Key was submitted before; it is ${status}.`
+      : FINISHED.has(status)
+        ? `The query ${status}.`
+        : `The query is ${status}.`;
     return c.json({ ...envelope(200, message), Data: { QueryId: submitted.queryId } }, 200);
   },
 );
@@ -235,17 +231,17 @@ queryRoutes.openapi(
     },
   }),
   async (c) => {
-    const record = await ownQuery(c, c.req.valid("param").QueryId);
-    const cancelled = await queryStub(c.env, record.queryId).cancel();
-    if (!cancelled.ok)
-      throw badRequest(
-        `Query ${record.queryId} has already ended (${cancelled.record?.status ?? record.status}); nothing to cancel.`,
-      );
+    const { QueryId } = c.req.valid("param");
+    const cancelled = await cancelOwnQuery(c.env, c.get("principal"), QueryId);
+    if (!cancelled.ok) {
+      if (!cancelled.endedAs) throw queryNotFound(QueryId);
+      throw badRequest(`Query ${QueryId} has already ended (${cancelled.endedAs}); nothing to cancel.`);
+    }
     return c.json({ ...envelope(200, "Cancelled"), Data: queryStatusData(cancelled.record) }, 200);
   },
 );
 
-const CursorSchema = z.object({ createdAt: z.string(), id: z.string() });
+const CursorSchema: z.ZodType<HistoryCursor> = z.object({ createdAt: z.string(), id: z.string() });
 
 queryRoutes.openapi(
   createRoute({

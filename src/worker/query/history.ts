@@ -1,0 +1,174 @@
+import type { FinalStatus, QueryEnd, QueryRow } from "./query-record";
+
+/**
+ * The D1 table `queries`: each user's history of queries. A row is written
+ * when a query is submitted (owner, SQL, creation time, Idempotency-Key),
+ * and once more when the query ends, by its Durable Object (`recordEnd`);
+ * the cron then only takes the result away (`recordResultDeleted`).
+ */
+
+interface Row {
+  id: string;
+  user_id: string;
+  sql: string;
+  created_at: string;
+  status: FinalStatus | null;
+  message: string | null;
+  updated_at: string | null;
+  size: number | null;
+  row_count: number | null;
+  bytes_loaded: number | null;
+  peak_memory_bytes: number | null;
+  timings: string | null;
+  engine: "sqljs" | "store" | null;
+  result_key: string | null;
+  result_columns: string | null;
+  expires_at: string | null;
+}
+
+const COLUMNS = `id, user_id, sql, created_at, status, message, updated_at, size, row_count, bytes_loaded,
+  peak_memory_bytes, timings, engine, result_key, result_columns, expires_at`;
+
+function fromRow(row: Row): QueryRow {
+  return {
+    queryId: row.id,
+    ownerUserId: row.user_id,
+    sql: row.sql,
+    createdAt: row.created_at,
+    end: row.status && {
+      status: row.status,
+      message: row.message ?? "",
+      updatedAt: row.updated_at ?? row.created_at,
+      size: row.size ?? 0,
+      rowCount: row.row_count,
+      bytesLoaded: row.bytes_loaded,
+      peakMemoryBytes: row.peak_memory_bytes,
+      timings: row.timings === null ? null : JSON.parse(row.timings),
+      engine: row.engine,
+      resultKey: row.result_key,
+      resultColumns: row.result_columns === null ? null : JSON.parse(row.result_columns),
+      expiresAt: row.expires_at,
+    },
+  };
+}
+
+/** Records a submitted query; false when its Idempotency-Key is already taken (a concurrent submit won). */
+export async function insertQuery(
+  db: D1Database,
+  row: Omit<QueryRow, "end">,
+  idempotencyKey: string | null,
+): Promise<boolean> {
+  const inserted = await db
+    .prepare(
+      `INSERT INTO queries (id, user_id, sql, idempotency_key, created_at) VALUES (?, ?, ?, ?, ?)
+       ON CONFLICT DO NOTHING`,
+    )
+    .bind(row.queryId, row.ownerUserId, row.sql, idempotencyKey, row.createdAt)
+    .run();
+  return inserted.meta.changes === 1;
+}
+
+export async function findQuery(db: D1Database, queryId: string): Promise<QueryRow | null> {
+  const row = await db.prepare(`SELECT ${COLUMNS} FROM queries WHERE id = ?`).bind(queryId).first<Row>();
+  return row && fromRow(row);
+}
+
+export async function findByIdempotencyKey(db: D1Database, userId: string, key: string): Promise<QueryRow | null> {
+  const row = await db
+    .prepare(`SELECT ${COLUMNS} FROM queries WHERE user_id = ? AND idempotency_key = ?`)
+    .bind(userId, key)
+    .first<Row>();
+  return row && fromRow(row);
+}
+
+/** Forgets a query that was never accepted (refused, or its submit failed part way). */
+export async function deleteQuery(db: D1Database, queryId: string): Promise<void> {
+  await db.prepare("DELETE FROM queries WHERE id = ?").bind(queryId).run();
+}
+
+/** Where a page of a user's history starts: after this query, newest first. */
+export interface HistoryCursor {
+  createdAt: string;
+  id: string;
+}
+
+/** Up to `limit` of a user's queries, newest first, after `cursor`. */
+export async function listQueries(
+  db: D1Database,
+  userId: string,
+  limit: number,
+  cursor: HistoryCursor | null,
+): Promise<QueryRow[]> {
+  const { results } = await db
+    .prepare(
+      `SELECT ${COLUMNS} FROM queries
+       WHERE user_id = ?1 AND (?2 IS NULL OR created_at < ?2 OR (created_at = ?2 AND id < ?3))
+       ORDER BY created_at DESC, id DESC LIMIT ?4`,
+    )
+    .bind(userId, cursor?.createdAt ?? null, cursor?.id ?? null, limit)
+    .all<Row>();
+  return results.map(fromRow);
+}
+
+/** Writes how a query ended, once: a second end (a retried write, a late watchdog) leaves the first. */
+export async function recordEnd(db: D1Database, queryId: string, end: QueryEnd): Promise<void> {
+  await db
+    .prepare(
+      `UPDATE queries SET status = ?2, message = ?3, updated_at = ?4, size = ?5, row_count = ?6, bytes_loaded = ?7,
+         peak_memory_bytes = ?8, timings = ?9, engine = ?10, result_key = ?11, result_columns = ?12, expires_at = ?13
+       WHERE id = ?1 AND status IS NULL`,
+    )
+    .bind(
+      queryId,
+      end.status,
+      end.message,
+      end.updatedAt,
+      end.size,
+      end.rowCount,
+      end.bytesLoaded,
+      end.peakMemoryBytes,
+      end.timings && JSON.stringify(end.timings),
+      end.engine,
+      end.resultKey,
+      end.resultColumns && JSON.stringify(end.resultColumns),
+      end.expiresAt,
+    )
+    .run();
+}
+
+/** Results whose retention ended by `now`, oldest first. */
+export async function dueResults(
+  db: D1Database,
+  now: string,
+  limit: number,
+): Promise<{ queryId: string; resultKey: string }[]> {
+  const { results } = await db
+    .prepare(
+      `SELECT id AS queryId, result_key AS resultKey FROM queries
+       WHERE result_key IS NOT NULL AND expires_at <= ? ORDER BY expires_at LIMIT ?`,
+    )
+    .bind(now, limit)
+    .all<{ queryId: string; resultKey: string }>();
+  return results;
+}
+
+/** The result's object was deleted: the query stays succeeded, and says its result is gone. */
+export async function recordResultDeleted(db: D1Database, queryId: string, now: string): Promise<void> {
+  await db
+    .prepare(
+      `UPDATE queries SET result_key = NULL, result_purged_at = ?2, updated_at = ?2,
+         message = 'Succeeded; the result has expired and was deleted.'
+       WHERE id = ?1`,
+    )
+    .bind(queryId, now)
+    .run();
+}
+
+/** Rows created by `cutoff` whose end they do not have: live queries, ends not yet written, submits that failed. */
+export async function rowsWithoutEnd(db: D1Database, cutoff: string, limit: number): Promise<string[]> {
+  const { results } = await db
+    .prepare("SELECT id FROM queries WHERE status IS NULL AND created_at <= ? ORDER BY created_at LIMIT ?")
+    .bind(cutoff, limit)
+    .all<{ id: string }>();
+  return results.map((row) => row.id);
+}
