@@ -3,13 +3,21 @@ import { createReadStream, statSync } from "node:fs";
 import { request } from "node:http";
 import { basename } from "node:path";
 
+/** Logs in (see `loginTokens`) and returns the access token. */
+export async function login(baseUrl: string, username: string): Promise<string> {
+  return (await loginTokens(baseUrl, username)).AccessToken;
+}
+
 /**
  * Logs in through the development identity provider, as a `curl` with a
  * cookie jar would: GET /v1/auth → POST /idp/authorize with the username →
  * the callback with Accept: application/json → when it answers 401 (terms
- * not accepted yet) POST /v1/auth/terms. Returns the access token.
+ * not accepted yet) POST /v1/auth/terms. Returns the session's tokens.
  */
-export async function login(baseUrl: string, username: string): Promise<string> {
+export async function loginTokens(
+  baseUrl: string,
+  username: string,
+): Promise<{ AccessToken: string; RefreshToken: string }> {
   const jar = new Map<string, string>();
   const step = async (url: string, init: RequestInit = {}) => {
     const response = await fetch(new URL(url, baseUrl), {
@@ -51,8 +59,8 @@ export async function login(baseUrl: string, username: string): Promise<string> 
     });
   }
   if (tokens.status !== 200) throw new Error(`login failed: ${tokens.status} ${await tokens.text()}`);
-  const body = (await tokens.json()) as { Data: { AccessToken: string } };
-  return body.Data.AccessToken;
+  const body = (await tokens.json()) as { Data: { AccessToken: string; RefreshToken: string } };
+  return body.Data;
 }
 
 export class Client {

@@ -77,6 +77,18 @@ export interface UploadRun {
   floorMessage: string | null;
 }
 
+/** An upload through the built command line (`dqs upload`, a process of its own), in a timed run. */
+export interface CliUploadRun {
+  run: number;
+  file: BenchFile["label"];
+  ok: boolean;
+  message: string;
+  /** From the process's start to its exit (Node's start included). */
+  seconds: number;
+  /** Seconds from the exit until the data item was query-ready (null: not within the wait, or failed). */
+  readySeconds: number | null;
+}
+
 /** First answer: from the upload's start to Q1's result downloaded, Q1 submitted as soon as the upload answered. */
 export interface FirstAnswerRun {
   run: number;
@@ -138,6 +150,8 @@ interface SummaryInput {
   files: BenchFile[];
   queries: { id: string; sql: string }[];
   uploads: UploadRun[];
+  /** The same files uploaded through the command line (empty without them). */
+  cliUploads: CliUploadRun[];
   cases: CaseRun[];
   firstAnswers: FirstAnswerRun[];
   concurrency: ConcurrencyRun | null;
@@ -370,6 +384,33 @@ function summarizeUpload(runs: UploadRun[], file: BenchFile, memoryRuns: UploadR
   };
 }
 
+function summarizeCliUpload(runs: CliUploadRun[], file: BenchFile) {
+  const ok = runs.filter((r) => r.ok && r.seconds > 0);
+  const rate = spread(ok.map((r) => file.bytes / 1e6 / r.seconds));
+  return {
+    file: file.label,
+    gzip: file.gzip,
+    bytes: file.bytes,
+    /** From `dqs upload`'s start to its exit. */
+    seconds: round(median(ok.map((r) => r.seconds))),
+    mb_per_s: round(rate.median, 2),
+    mb_per_s_min: round(rate.min, 2),
+    mb_per_s_max: round(rate.max, 2),
+    csv_mb_per_s: round(median(ok.map((r) => file.csvBytes / 1e6 / r.seconds)), 2),
+    query_ready_s: round(median(ok.flatMap((r) => (r.readySeconds === null ? [] : [r.readySeconds])))),
+    query_ready_failures: ok.filter((r) => r.readySeconds === null).length,
+    failures: runs.length - ok.length,
+    error: runs.find((r) => !r.ok)?.message ?? null,
+    per_run: runs.map((r) => ({
+      run: r.run,
+      ok: r.ok,
+      seconds: round(r.seconds),
+      query_ready_s: r.readySeconds === null ? null : round(r.readySeconds),
+      message: r.message,
+    })),
+  };
+}
+
 export type Summary = ReturnType<typeof summarize>;
 
 export function summarize(input: SummaryInput) {
@@ -385,6 +426,10 @@ export function summarize(input: SummaryInput) {
     const runs = input.uploads.filter((u) => u.file === file.label);
     const memoryRuns = input.memory.uploads.filter((u) => u.file === file.label);
     return runs.length ? [summarizeUpload(runs, byFile.get(file.label)!, memoryRuns)] : [];
+  });
+  const upload_cli = input.files.flatMap((file) => {
+    const runs = input.cliUploads.filter((u) => u.file === file.label);
+    return runs.length ? [summarizeCliUpload(runs, file)] : [];
   });
   const first_answer = input.files.flatMap((file) => {
     const runs = input.firstAnswers.filter((a) => a.file === file.label);
@@ -409,6 +454,7 @@ export function summarize(input: SummaryInput) {
     })),
     cases,
     upload,
+    upload_cli,
     first_answer,
     concurrency,
     targets: targets(cases, upload, input.memoryBudgetBytes, first_answer, concurrency),
@@ -810,7 +856,12 @@ export function renderMarkdown(summary: Summary): string {
       "forcing GCs, in an upload of its own (mostly garbage V8 has not collected yet). The RSS of the workerd process " +
       "running the Workers above its RSS before (it runs the engine Worker too, and the local D1/R2/queue emulation), " +
       "and the same for wrangler's proxy workerd process (timed runs)." +
-      isolateLine(summary, "uploads"),
+      isolateLine(summary, "uploads") +
+      (summary.upload_cli.length
+        ? " Through the CLI: the command line built from the sources (`dqs upload FILE`, a Node process of its own, " +
+          "logged in with a pasted refresh token) uploading the same file to a data item of its own, right after the " +
+          "row above was query-ready; timed from the process's start to its exit, Node's start included."
+        : ""),
   );
   lines.push("");
   lines.push(
@@ -818,13 +869,8 @@ export function renderMarkdown(summary: Summary): string {
   );
   lines.push("|---|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|");
   for (const u of summary.upload) {
-    const rate =
-      u.mb_per_s === null
-        ? `**FAILED**: ${cell(u.error ?? "?")}`
-        : (summary.runs > 1 ? `${u.mb_per_s} (${u.mb_per_s_min}–${u.mb_per_s_max})` : `${u.mb_per_s}`) +
-          (u.failures ? ` (${u.failures} failed: ${cell(u.error ?? "")})` : "");
     lines.push(
-      `| ${u.file} | ${u.gzip ? "yes" : "no"} | ${mb(u.bytes)} | ${s(u.seconds)} | ${rate} | ${u.csv_mb_per_s ?? "n/a"} | ` +
+      `| ${u.file} | ${u.gzip ? "yes" : "no"} | ${mb(u.bytes)} | ${s(u.seconds)} | ${rateText(u, summary.runs)} | ${u.csv_mb_per_s ?? "n/a"} | ` +
         `${u.query_ready_failures ? `**not ready** (${u.query_ready_failures})` : s(u.query_ready_s)} | ` +
         `${u.column_image_bytes ? mb(u.column_image_bytes.reduce((a, b) => a + b, 0)) : "n/a"} | ` +
         `${mb(u.isolate_held_bytes)} | ${u.isolate_held_samples.length ? u.isolate_held_samples.join(", ") : "n/a"} | ` +
@@ -832,6 +878,14 @@ export function renderMarkdown(summary: Summary): string {
         (summary.runs > 1 ? ` (first run ${mb(u.workerd_rss_first_run_bytes)})` : "") +
         ` | ${mb(u.proxy_peak_memory_bytes)} |`,
     );
+    const cli = summary.upload_cli.find((c) => c.file === u.file);
+    if (cli)
+      lines.push(
+        `| ${cli.file} through the CLI | ${cli.gzip ? "yes" : "no"} | ${mb(cli.bytes)} | ${s(cli.seconds)} | ` +
+          `${rateText(cli, summary.runs)} | ${cli.csv_mb_per_s ?? "n/a"} | ` +
+          `${cli.query_ready_failures ? `**not ready** (${cli.query_ready_failures})` : s(cli.query_ready_s)} | ` +
+          "n/a | n/a | n/a | n/a | n/a | n/a | n/a |",
+      );
   }
   renderFloor(summary, lines);
   renderConcurrency(summary, lines);
@@ -846,6 +900,24 @@ export function renderMarkdown(summary: Summary): string {
     );
   lines.push("");
   return lines.join("\n");
+}
+
+/** An upload's MB/s cell: the median (and the spread over several runs), or why it failed. */
+function rateText(
+  u: {
+    mb_per_s: number | null;
+    mb_per_s_min: number | null;
+    mb_per_s_max: number | null;
+    failures: number;
+    error: string | null;
+  },
+  runs: number,
+): string {
+  if (u.mb_per_s === null) return `**FAILED**: ${cell(u.error ?? "?")}`;
+  return (
+    (runs > 1 ? `${u.mb_per_s} (${u.mb_per_s_min}–${u.mb_per_s_max})` : `${u.mb_per_s}`) +
+    (u.failures ? ` (${u.failures} failed: ${cell(u.error ?? "")})` : "")
+  );
 }
 
 function renderRepeat(summary: Summary, lines: string[]): void {

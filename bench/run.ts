@@ -16,6 +16,7 @@ import { cpus, release, totalmem } from "node:os";
 import { basename, join } from "node:path";
 import { parseArgs } from "node:util";
 import { compareRows, type RowOrder } from "./compare.ts";
+import { CliUploader } from "./cli.ts";
 import { Client, login, postMultipart, type TableStoreInfo } from "./dqs.ts";
 import {
   duckdbVersion,
@@ -33,6 +34,7 @@ import {
   renderMarkdown,
   summarize,
   type CaseRun,
+  type CliUploadRun,
   type ConcurrencyRun,
   type FirstAnswerRun,
   type IsolateNote,
@@ -106,6 +108,7 @@ const MEMORY_PASS_QUERIES: MemoryMode[] = ["held", "garbage"];
 
 interface Collected {
   uploads: UploadRun[];
+  cliUploads: CliUploadRun[];
   cases: CaseRun[];
   firstAnswers: FirstAnswerRun[];
 }
@@ -148,6 +151,7 @@ function options() {
       out: { type: "string", default: "latest" },
       concurrency: { type: "string", default: "20" },
       "no-floor": { type: "boolean", default: false },
+      "no-cli": { type: "boolean", default: false },
       var: { type: "string", multiple: true, default: [] },
       readme: { type: "boolean", default: false },
       "no-reference": { type: "boolean", default: false },
@@ -161,13 +165,14 @@ function options() {
     process.stdout.write(
       [
         "npm run bench -- [--quick] [--runs N] [--files 100k,1m,1m.gz,5m,5m.gz] [--queries Q1,Q2,Q3,Q4]",
-        "                 [--var NAME=VALUE ...] [--no-reference] [--no-inspector] [--no-floor] [--uploads-only]",
+        "                 [--var NAME=VALUE ...] [--no-reference] [--no-inspector] [--no-floor] [--no-cli] [--uploads-only]",
         "                 [--concurrency N] [--out NAME] [--readme]",
         "  --quick         one run (default: 5)",
         `  --files         default ${DEFAULT_FILES}; all: ${FILE_LABELS.join(",")}`,
         "  --concurrency   N concurrent Q1 on the 5m file from N users, after the timed runs (default 20; 0: none)",
         "  --out NAME      write bench/results/NAME.json and .md (default: latest)",
         "  --no-floor      no upload floor (the bare Worker streaming the same bytes into local R2)",
+        "  --no-cli        no upload through the command line (dqs upload of the 1m file, else of the first file)",
         "  --var           passed to wrangler dev as --var NAME:VALUE (e.g. QUERY_MEMORY_BUDGET_BYTES=...)",
         "  --no-reference  skip sqlite3 and DuckDB",
         "  --no-inspector  no memory pass (the isolates' heaps read through DevTools: uploads in the API Worker, queries in the engine)",
@@ -199,6 +204,7 @@ function options() {
     out: values.out,
     concurrency,
     floor: !values["no-floor"],
+    cli: !values["no-cli"],
     readme: values.readme,
     reference: !values["no-reference"],
     inspector: !values["no-inspector"],
@@ -260,8 +266,11 @@ async function main() {
     `machine: ${info.cpu}, ${info.cores} cores, node ${info.node}, wrangler ${info.wrangler}, sqlite3 ${info.sqlite3}, duckdb ${info.duckdb}`,
   );
 
-  const timed: Collected = { uploads: [], cases: [], firstAnswers: [] };
-  const memory: Collected = { uploads: [], cases: [], firstAnswers: [] };
+  const timed: Collected = { uploads: [], cliUploads: [], cases: [], firstAnswers: [] };
+  const memory: Collected = { uploads: [], cliUploads: [], cases: [], firstAnswers: [] };
+  // The command line uploads one file per timed run: 1m (the upload targets' file) when it runs, else the first.
+  const cliFile = opts.cli ? (files.find((f) => f.label === "1m") ?? files[0] ?? null) : null;
+  let cli: CliUploader | null = null;
   let concurrency: ConcurrencyRun | null = null;
   let server: DevServer | null = null;
   let floor: FloorServer | null = null;
@@ -310,6 +319,7 @@ async function main() {
     if (pids.worker.length === 0) log("no workerd process found under wrangler: workerd RSS is not measured");
     const client = new Client(server.url, await login(server.url, ACCOUNT));
     await client.createDataset(ACCOUNT, DATASET);
+    if (cliFile) cli = await CliUploader.start(server.url, ACCOUNT);
     await warmUp(client);
     if (queries.some((q) => q.sql.includes("{lookup}"))) await uploadLookup(client, lookupPath);
     /** Which engine ran each (file, query) in the timed runs: the memory pass reads the isolate it runs in. */
@@ -350,6 +360,8 @@ async function main() {
           if (rows) firstRows.set(file.label, rows);
         }
         if (result.ok) uploaded.add(file.label);
+        const cliRun = !memory && cli && file === cliFile ? await cliUpload(client, cli, file, run) : null;
+        if (cliRun) into.cliUploads.push(cliRun);
         log(
           `  upload ${file.label}: ${result.ok ? `${(file.bytes / 1e6 / result.seconds).toFixed(1)} MB/s` : `FAILED ${result.message}`}` +
             (floorRun
@@ -371,6 +383,11 @@ async function main() {
               ? result.readySeconds === null
                 ? `, NOT query-ready${result.tableStore ? ` (table store ${result.tableStore.State}: ${result.tableStore.Message ?? ""})` : ""}`
                 : `, query-ready ${result.readySeconds.toFixed(2)} s later${result.tableStore ? ` (table store ${result.tableStore.Rows} rows, ${((result.tableStore.Bytes ?? 0) / 1e6).toFixed(0)} MB)` : ""}`
+              : "") +
+            (cliRun
+              ? cliRun.ok
+                ? `; through the CLI ${(file.bytes / 1e6 / cliRun.seconds).toFixed(1)} MB/s (${cliRun.seconds.toFixed(2)} s)`
+                : `; through the CLI FAILED ${cliRun.message}`
               : ""),
         );
       }
@@ -466,6 +483,7 @@ async function main() {
     if (server) writeFileSync(join(BENCH, "data/wrangler-dev.log"), (server as DevServer).output());
     if (floor) writeFileSync(join(BENCH, "data/floor-wrangler-dev.log"), (floor as FloorServer).output());
     await stopServer();
+    cli?.close();
     for (const path of sqliteFiles.values()) rmSync(path, { force: true });
   }
 
@@ -478,6 +496,7 @@ async function main() {
     files,
     queries,
     uploads: timed.uploads,
+    cliUploads: timed.cliUploads,
     cases: timed.cases,
     firstAnswers: timed.firstAnswers,
     concurrency,
@@ -621,6 +640,18 @@ async function uploadLookup(client: Client, path: string): Promise<void> {
   const ready = await client.waitQueryReady(ACCOUNT, DATASET, LOOKUP, READY_TIMEOUT_MS);
   if (!ready.ready) throw new Error(`the lookup table did not become query-ready in ${ready.seconds.toFixed(0)} s`);
   log(`lookup table: uploaded in ${uploaded.seconds.toFixed(2)} s, query-ready ${ready.seconds.toFixed(2)} s later`);
+}
+
+/**
+ * `dqs upload` of the same file to a data item of its own, after the bench's upload of it was query-ready (an
+ * upload while the previous one's column images or table store are built shares workerd with that build, and
+ * takes several times longer); waited for until query-ready in turn, for the same reason.
+ */
+async function cliUpload(client: Client, cli: CliUploader, file: BenchFile, run: number): Promise<CliUploadRun> {
+  const name = `${DATA_NAME[file.label]}_cli`;
+  const uploaded = await cli.upload(ACCOUNT, DATASET, name, file.path);
+  const ready = uploaded.ok ? await client.waitQueryReady(ACCOUNT, DATASET, name, READY_TIMEOUT_MS) : null;
+  return { run, file: file.label, ...uploaded, readySeconds: ready?.ready ? ready.seconds : null };
 }
 
 /** The upload floor: the same multipart bytes POSTed to the bare Worker that pipes them into local R2. */
