@@ -21,7 +21,7 @@ beforeAll(async () => {
 /** A query's row, as a submit writes it, and the stub of its Durable Object (not created yet). */
 async function newQuery(sql = "SELECT 1") {
   const queryId = randomToken(16);
-  await insertQuery(env.DB, { queryId, ownerUserId, sql, createdAt: new Date().toISOString() }, null);
+  await insertQuery(env.DB, { queryId, ownerUserId, sql, parameters: null, createdAt: new Date().toISOString() }, null);
   const limits = { ...settings(env).query, timeLimitMs: HOUR_MS };
   return { queryId, stub: stateOf(queryId), init: { queryId, ownerUserId, limits } };
 }

@@ -79,7 +79,13 @@ describe("purgeExpiredResults", () => {
 
   it("should delete a row whose submit never made its state, once the retention time has passed", async () => {
     const queryId = randomToken(16);
-    const row = { queryId, ownerUserId: await userIdOf(user), sql: "SELECT 1", createdAt: new Date().toISOString() };
+    const row = {
+      queryId,
+      ownerUserId: await userIdOf(user),
+      sql: "SELECT 1",
+      parameters: null,
+      createdAt: new Date().toISOString(),
+    };
     await insertQuery(env.DB, row, null);
 
     await purgeAt(0);

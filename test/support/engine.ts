@@ -16,6 +16,7 @@ import {
   type ResultTarget,
   type RunControl,
 } from "../../src/worker/query/engine/evaluate-sql";
+import type { Parameters } from "../../src/worker/query/sql/parameters";
 import type { StoreQuery, StoreQueryOutcome } from "../../src/worker/query/store/table-store";
 
 /** A data item held in memory: its columns (name and type) and its stored bytes. */
@@ -245,6 +246,7 @@ export async function runEngine(
     source?: QuerySource;
     target?: MemoryTarget;
     mode?: SourceMode;
+    parameters?: Parameters;
   } = {},
 ): Promise<EngineRun> {
   const source = new MemorySource(items, options.mode);
@@ -252,7 +254,7 @@ export async function runEngine(
   const control = options.control ?? new MemoryControl();
   const resultKey = `results/test-${randomToken(8)}.csv`;
   const outcome = await evaluateSql(
-    sql,
+    { sql, parameters: options.parameters ?? null },
     { source: options.source ?? source, target, control, queryId: `test-${randomToken(8)}`, resultKey },
     limitsWith(options.limits),
     options.clock,

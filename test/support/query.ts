@@ -16,6 +16,7 @@ export interface QueryStatusData {
   QueryId: string;
   Status: string;
   Sql: string;
+  Parameters: Record<string, unknown> | unknown[] | null;
   CreatedAt: string;
   UpdatedAt: string;
   Message: string;

@@ -6,6 +6,7 @@ export function queryStatusData(record: QueryRecord) {
     QueryId: record.queryId,
     Status: record.status,
     Sql: record.sql,
+    Parameters: record.parameters,
     CreatedAt: record.createdAt,
     UpdatedAt: record.updatedAt,
     Message: record.message,

@@ -111,8 +111,24 @@ export const DataStorageResponse = withData(
   }),
 );
 
+const ParameterValue = z.union([z.string(), z.number(), z.boolean(), z.null()]);
+
+const QueryParameters = z
+  .union([z.record(z.string(), ParameterValue), z.array(ParameterValue)], {
+    error:
+      "Parameters must be an object (for :name, @name, $name) or an array (for ?, ?NNN) whose values are strings, numbers, booleans or null",
+  })
+  .openapi("QueryParameters", {
+    description:
+      "Values of the query's placeholders, bound by SQLite (never spliced into the text). An object binds :name, @name and $name (keys without the sigil); an array binds ? and ?NNN. A string binds as TEXT (digits stay text), an integer within ±(2^53−1) as INTEGER, any other number as REAL, a boolean as 1/0, null as NULL; send a 64-bit integer beyond 2^53 as a string (it binds as TEXT). At most 100 values. A placeholder without a value, a value without a placeholder, or names mixed with positions answer 400 naming the placeholder.",
+    example: { region: "north", min: 10 },
+  });
+
 export const SqlRequest = z
-  .object({ Sql: z.string().openapi({ description: "A select query", example: "SELECT 1" }) })
+  .object({
+    Sql: z.string().openapi({ description: "A select query", example: "SELECT 1" }),
+    Parameters: QueryParameters.optional(),
+  })
   .openapi("SqlRequest");
 
 export const QueryResponse = withData("QueryResponse", z.object({ QueryId: z.string() }));
@@ -122,6 +138,9 @@ const QueryStatusData = z
     QueryId: z.string(),
     Status: z.enum(["queued", "running", "succeeded", "failed", "cancelled"]),
     Sql: z.string(),
+    Parameters: QueryParameters.nullable().openapi({
+      description: "The Parameters it was submitted with; null without",
+    }),
     CreatedAt: DateTime,
     UpdatedAt: DateTime,
     Message: z.string().openapi({ description: "What the query is doing, or why it failed" }),
@@ -147,6 +166,45 @@ const QueryStatusData = z
   .openapi("QueryStatus");
 
 export const QueryStatusResponse = withData("QueryStatusResponse", QueryStatusData);
+
+export const QueryValidationResponse = withData(
+  "QueryValidationResponse",
+  z.object({
+    Valid: z.boolean().openapi({ description: "Whether the query would run (it may still fail at a limit)" }),
+    Message: z.string().openapi({
+      description:
+        "Why not: the message POST /v1/query would answer 400 with, or the one the query would fail with; else a summary",
+    }),
+    Columns: z
+      .array(
+        z.object({
+          Name: z.string(),
+          DataType: z.enum(["INTEGER", "DOUBLE", "STRING"]).nullable().openapi({
+            description:
+              "The column's type where SQLite knows it before running (a column of a data item, a CAST, a parameter); null where only the values decide (count(*), an arithmetic expression)",
+          }),
+        }),
+      )
+      .openapi({ description: "The result's columns; empty when not valid" }),
+    DataItems: z
+      .array(
+        z.object({
+          AccountName: z.string(),
+          DatasetName: z.string(),
+          DataName: z.string(),
+          Version: z.string(),
+          Bytes: z.number().int().openapi({
+            description:
+              "Bytes the query would read of it from storage (catalog figures): the column images of the columns it uses, or the stored file; 0 when it runs in the item's own table store",
+          }),
+        }),
+      )
+      .openapi({ description: "The data items it names, as the caller may read them; empty until all are found" }),
+    Engine: z.enum(["sqljs", "store"]).nullable().openapi({
+      description: "The engine the planner would pick (a table store being built counts as store); null until planned",
+    }),
+  }),
+);
 
 export const QueryListResponse = withData(
   "QueryListResponse",

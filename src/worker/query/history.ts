@@ -1,8 +1,9 @@
 import type { FinalStatus, QueryEnd, QueryRow } from "./query-record";
+import type { Parameters } from "./sql/parameters";
 
 /**
  * The D1 table `queries`: each user's history of queries. A row is written
- * when a query is submitted (owner, SQL, creation time, Idempotency-Key),
+ * when a query is submitted (owner, SQL and parameters, creation time, Idempotency-Key),
  * and once more when the query ends, by its Durable Object (`recordEnd`);
  * the cron then only takes the result away (`recordResultDeleted`).
  */
@@ -11,6 +12,7 @@ interface Row {
   id: string;
   user_id: string;
   sql: string;
+  parameters: string | null;
   created_at: string;
   status: FinalStatus | null;
   message: string | null;
@@ -26,7 +28,7 @@ interface Row {
   expires_at: string | null;
 }
 
-const COLUMNS = `id, user_id, sql, created_at, status, message, updated_at, size, row_count, bytes_loaded,
+const COLUMNS = `id, user_id, sql, parameters, created_at, status, message, updated_at, size, row_count, bytes_loaded,
   peak_memory_bytes, timings, engine, result_key, result_columns, expires_at`;
 
 function fromRow(row: Row): QueryRow {
@@ -34,6 +36,7 @@ function fromRow(row: Row): QueryRow {
     queryId: row.id,
     ownerUserId: row.user_id,
     sql: row.sql,
+    parameters: row.parameters === null ? null : (JSON.parse(row.parameters) as Parameters),
     createdAt: row.created_at,
     end: row.status && {
       status: row.status,
@@ -60,10 +63,17 @@ export async function insertQuery(
 ): Promise<boolean> {
   const inserted = await db
     .prepare(
-      `INSERT INTO queries (id, user_id, sql, idempotency_key, created_at) VALUES (?, ?, ?, ?, ?)
+      `INSERT INTO queries (id, user_id, sql, parameters, idempotency_key, created_at) VALUES (?, ?, ?, ?, ?, ?)
        ON CONFLICT DO NOTHING`,
     )
-    .bind(row.queryId, row.ownerUserId, row.sql, idempotencyKey, row.createdAt)
+    .bind(
+      row.queryId,
+      row.ownerUserId,
+      row.sql,
+      row.parameters === null ? null : JSON.stringify(row.parameters),
+      idempotencyKey,
+      row.createdAt,
+    )
     .run();
   return inserted.meta.changes === 1;
 }

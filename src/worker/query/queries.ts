@@ -3,6 +3,8 @@ import type { FairShare, QueryLimits } from "../config";
 import { randomToken } from "../util/crypto";
 import { deleteQuery, findByIdempotencyKey, findQuery, insertQuery, listQueries, type HistoryCursor } from "./history";
 import { FINISHED, NO_FIGURES, queryRecord, type QueryRecord, type QueryRow, type QueryStatus } from "./query-record";
+import type { QueryText } from "./query-text";
+import { canonicalParameters } from "./sql/parameters";
 
 /** The message the queue carries for a query: just the id; its row and its Durable Object hold the rest. */
 export interface QueryMessage {
@@ -41,28 +43,34 @@ export type SubmitResult =
  * puts it in line behind the owner's running queries (UserQueries); a full
  * line refuses it and keeps nothing. A submit that fails part way takes back
  * what it did (`not_queued`), so trying again can succeed. With an
- * idempotency key, a retried submit of the same SQL returns the first query
- * instead of a new one, and finishes submitting it if an earlier attempt
- * failed before its Durable Object had it.
+ * idempotency key, a retried submit of the same SQL and parameters returns
+ * the first query instead of a new one, and finishes submitting it if an
+ * earlier attempt failed before its Durable Object had it.
  */
 export async function submitQuery(
   env: Env,
   principal: Principal,
-  sql: string,
+  query: QueryText,
   idempotencyKey: string | null,
   limits: QueryLimits,
   share: FairShare,
 ): Promise<SubmitResult> {
   if (idempotencyKey) {
     const earlier = await findByIdempotencyKey(env.DB, principal.userId, idempotencyKey);
-    if (earlier) return resume(env, earlier, sql, limits, share);
+    if (earlier) return resume(env, earlier, query, limits, share);
   }
   // Milliseconds, not seconds: the history lists queries newest first, and several can come within a second.
-  const row = { queryId: newQueryId(), ownerUserId: principal.userId, sql, createdAt: new Date().toISOString() };
+  const row = {
+    queryId: newQueryId(),
+    ownerUserId: principal.userId,
+    sql: query.sql,
+    parameters: query.parameters,
+    createdAt: new Date().toISOString(),
+  };
   if (!(await insertQuery(env.DB, row, idempotencyKey))) {
     // Another request with the same key won the race; if it has taken its row back since, this one is tried again.
     const earlier = idempotencyKey && (await findByIdempotencyKey(env.DB, principal.userId, idempotencyKey));
-    return earlier ? resume(env, earlier, sql, limits, share) : { ok: false, reason: "not_queued" };
+    return earlier ? resume(env, earlier, query, limits, share) : { ok: false, reason: "not_queued" };
   }
   return enqueue(env, { ...row, end: null }, limits, share);
 }
@@ -71,11 +79,12 @@ export async function submitQuery(
 async function resume(
   env: Env,
   row: QueryRow,
-  sql: string,
+  query: QueryText,
   limits: QueryLimits,
   share: FairShare,
 ): Promise<SubmitResult> {
-  if (row.sql !== sql) return { ok: false, reason: "idempotency_conflict" };
+  if (row.sql !== query.sql || canonicalParameters(row.parameters) !== canonicalParameters(query.parameters))
+    return { ok: false, reason: "idempotency_conflict" };
   if (row.end) return { ok: true, queryId: row.queryId, status: row.end.status, replayed: true };
   return enqueue(env, row, limits, share);
 }

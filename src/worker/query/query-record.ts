@@ -1,5 +1,6 @@
 import type { DataTypeName } from "../ingest/value-types";
 import { isoSeconds } from "../util/time";
+import type { Parameters } from "./sql/parameters";
 
 /** The states of a query (DECISIONS §7). */
 export type QueryStatus = "queued" | "running" | "succeeded" | "failed" | "cancelled";
@@ -70,6 +71,8 @@ export interface QueryRow {
   queryId: string;
   ownerUserId: string;
   sql: string;
+  /** The values of its placeholders, as submitted; null without. */
+  parameters: Parameters | null;
   /** ISO 8601 with milliseconds, so the history keeps the order of queries submitted within one second. */
   createdAt: string;
   /** Null while the query lives: its Durable Object (QueryState) holds its state until it ends. */
@@ -81,6 +84,7 @@ export interface QueryRecord extends QueryProgress {
   queryId: string;
   ownerUserId: string;
   sql: string;
+  parameters: Parameters | null;
   /** The row's creation time at whole seconds, like every time on the wire. */
   createdAt: string;
 }
@@ -90,6 +94,7 @@ export function queryRecord(row: QueryRow, progress: QueryProgress): QueryRecord
     queryId: row.queryId,
     ownerUserId: row.ownerUserId,
     sql: row.sql,
+    parameters: row.parameters,
     createdAt: isoSeconds(Math.floor(Date.parse(row.createdAt) / 1000)),
     status: progress.status,
     message: progress.message,

@@ -1,4 +1,4 @@
-import { findReadableDataItem } from "../catalog/access";
+import { findReadableDataItem, type Viewer } from "../catalog/access";
 import { findUserById } from "../catalog/accounts";
 import type { QueryLimits } from "../config";
 import { resultObjectKey } from "../storage/keys";
@@ -6,6 +6,7 @@ import { R2StreamWriter } from "../storage/r2-writer";
 import { isoSeconds, nowSeconds } from "../util/time";
 import { parseColumnImages } from "./engine/column-images";
 import { evaluateSql, type LoadableItem, type QuerySource, type ResultTarget } from "./engine/evaluate-sql";
+import type { DataItemReference } from "./sql/table-names";
 import { parseTableStoreState, tableStoreStub } from "./store/store-state";
 import { parseTableLayout } from "./table-layout";
 import type { QueryRow, QueryStatus, RunOutcome } from "./query-record";
@@ -35,20 +36,7 @@ export async function runClaimedQuery(
   if (!owner) return { status: "failed", message: "Failed: the account that submitted the query no longer exists." };
 
   const source: QuerySource = {
-    async find(reference) {
-      const found = await findReadableDataItem(env.DB, owner, reference.account, reference.dataset, reference.data);
-      if (!found) return null;
-      const { item } = found;
-      const layout = parseTableLayout(item.schema);
-      return {
-        objectKey: item.objectKey,
-        layout,
-        rows: item.rowCount,
-        bytes: item.size,
-        images: parseColumnImages(item.columnImages, layout.columns.length),
-        store: parseTableStoreState(item.tableStore),
-      };
-    },
+    find: (reference) => findQueryItem(env, owner, reference),
     async open(item: LoadableItem) {
       return openObjectStream(env.BUCKET, item.objectKey);
     },
@@ -68,7 +56,7 @@ export async function runClaimedQuery(
     abort: () => writer.abort(),
   };
   const outcome = await evaluateSql(
-    record.sql,
+    { sql: record.sql, parameters: record.parameters },
     {
       source,
       target,
@@ -110,6 +98,31 @@ export async function runClaimedQuery(
     resultKey: key,
     resultColumns: outcome.columns,
     expiresAt: isoSeconds(nowSeconds() + limits.resultRetentionSeconds),
+  };
+}
+
+/**
+ * The data item behind a three-part name, as `viewer` may read it (the
+ * visibility rule), with the catalog figures the engine plans by and its
+ * version; null when it does not exist or `viewer` may not read it.
+ */
+export async function findQueryItem(
+  env: Env,
+  viewer: Viewer,
+  reference: DataItemReference,
+): Promise<(LoadableItem & { version: string }) | null> {
+  const found = await findReadableDataItem(env.DB, viewer, reference.account, reference.dataset, reference.data);
+  if (!found) return null;
+  const { item } = found;
+  const layout = parseTableLayout(item.schema);
+  return {
+    objectKey: item.objectKey,
+    version: item.version,
+    layout,
+    rows: item.rowCount,
+    bytes: item.size,
+    images: parseColumnImages(item.columnImages, layout.columns.length),
+    store: parseTableStoreState(item.tableStore),
   };
 }
 

@@ -177,7 +177,7 @@ describe("cancelling a query in a table store", () => {
     const started = Date.now();
 
     const outcome = await evaluateSql(
-      ENDLESS,
+      { sql: ENDLESS, parameters: null },
       {
         source: new MemorySource(ITEMS, "store"),
         target: new MemoryTarget(),

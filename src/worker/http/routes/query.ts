@@ -3,6 +3,7 @@ import { loadKeys } from "../../auth/keys";
 import type { HistoryCursor } from "../../query/history";
 import { FINISHED, type QueryRecord } from "../../query/query-record";
 import { cancelOwnQuery, findOwnQuery, listOwnQueries, submitQuery, waitForEnd, withTurn } from "../../query/queries";
+import { queryTextProblem } from "../../query/query-text";
 import { resultSchemaString } from "../../query/result-schema";
 import { downloadLocation } from "../../storage/download-location";
 import type { AppContext } from "../context";
@@ -52,7 +53,7 @@ queryRoutes.openapi(
     path: "/query",
     tags: ["query"],
     summary: "Submit an SQL query; it runs asynchronously",
-    description: `SQLite's dialect, one read-only statement (SELECT, WITH … SELECT, VALUES). Name a data item as AccountName.DatasetName.DataName (parts bare, "quoted" or \`quoted\`, or the whole name in backticks). Only a malformed request is refused here; anything wrong with the SQL itself makes the query end failed with a message. Headers: Idempotency-Key (a retried submit returns the same QueryId) and Prefer: wait=N (N ≤ ${MAX_WAIT_SECONDS}: hold the response until the query ends or N seconds pass).`,
+    description: `SQLite's dialect, one read-only statement (SELECT, WITH … SELECT, VALUES). Name a data item as AccountName.DatasetName.DataName (parts bare, "quoted" or \`quoted\`, or the whole name in backticks). Placeholders take their values from Parameters (see QueryParameters). Only a malformed request, or Parameters that do not match the placeholders, is refused here; anything wrong with the SQL itself makes the query end failed with a message. Headers: Idempotency-Key (a retried submit returns the same QueryId) and Prefer: wait=N (N ≤ ${MAX_WAIT_SECONDS}: hold the response until the query ends or N seconds pass).`,
     ...authenticated,
     request: {
       headers: z.object({
@@ -64,7 +65,10 @@ queryRoutes.openapi(
     responses: {
       200: jsonResponse(QueryResponse, "The query is queued (or, with Prefer: wait, has ended or is still going)"),
       ...errorResponses(
-        [400, "No JSON body, no Sql string, empty or over-long text, or an Idempotency-Key reused with other SQL"],
+        [
+          400,
+          "No JSON body, no Sql string, empty or over-long text, Parameters that do not match the placeholders, or an Idempotency-Key reused with other SQL or Parameters",
+        ],
         [401, "Missing or invalid access token"],
         [
           429,
@@ -75,23 +79,24 @@ queryRoutes.openapi(
     },
   }),
   async (c) => {
-    const { Sql } = c.req.valid("json");
+    const { Sql, Parameters = null } = c.req.valid("json");
     const limits = c.get("config").query;
-    if (Sql.trim() === "") throw badRequest("Sql is empty; send one SELECT statement.");
-    if (Sql.length > limits.maxSqlLength)
-      throw badRequest(`Sql is ${Sql.length} characters long; the limit is ${limits.maxSqlLength}.`);
+    const problem = queryTextProblem({ sql: Sql, parameters: Parameters }, limits.maxSqlLength);
+    if (problem) throw badRequest(problem);
     const headers = c.req.valid("header");
     const submitted = await submitQuery(
       c.env,
       c.get("principal"),
-      Sql,
+      { sql: Sql, parameters: Parameters },
       headers["idempotency-key"] ?? null,
       limits,
       c.get("config").fairShare,
     );
     if (!submitted.ok) {
       if (submitted.reason === "idempotency_conflict")
-        throw badRequest("This Idempotency-Key was already used for different SQL; use a new key for a new query.");
+        throw badRequest(
+          "This Idempotency-Key was already used for different SQL or Parameters; use a new key for a new query.",
+        );
       if (submitted.reason === "too_many_waiting")
         throw new ApiError(
           429,

@@ -5,11 +5,13 @@ import type { ResultTarget } from "../result/writer";
 import { Stop, transient, TransientError } from "../run-limits";
 import { checkReadOnly } from "../sql/read-only";
 import { internalTableName } from "../sql/internal-names";
+import { bindParameters, type BoundValue } from "../sql/parameters";
 import { columnsUsed, rewriteTableNames, type DataItemReference } from "../sql/table-names";
 import { tokenize, type Token } from "../sql/tokenizer";
 import { retireIfGrown, sqliteInstanceFor, type SqliteInstance } from "../sqlite";
 import { guardStatements } from "../sqlite-guard";
 import type { StoreQuery, StoreQueryOutcome } from "../store/table-store";
+import type { QueryText } from "../query-text";
 import { AttachedImages } from "./attach-images";
 import { createSlotsTable } from "./column-images";
 import { executeStatement } from "./execute-statement";
@@ -55,10 +57,12 @@ export type EngineOutcome = { engine: Engine } & (
 type Io = { source: QuerySource; target: ResultTarget; control: RunControl; queryId: string; resultKey: string };
 
 /** The data items a query names, found in the catalog, in the order of its references. */
-type Resolved = {
+export type Resolved = {
   /** The query as its owner wrote it. */
-  original: string;
+  original: QueryText;
   sql: string;
+  /** `sql` with its placeholders numbered for binding, and the values (sql/parameters.ts). */
+  bound: { sql: string; values: BoundValue[] };
   references: (DataItemReference & { alias: string })[];
   items: LoadableItem[];
   tokens: Token[] | null;
@@ -75,6 +79,8 @@ interface Run {
   db: Database;
   resolved: Resolved;
   tables: TableToLoad[];
+  /** The result's column names, from the query as written (placeholders included). */
+  names: string[];
 }
 
 /**
@@ -88,7 +94,7 @@ interface Run {
  * quarter of the budget is retired.
  */
 export async function evaluateSql(
-  sql: string,
+  query: QueryText,
   io: Io,
   limits: QueryLimits,
   clock: () => number = Date.now,
@@ -102,7 +108,7 @@ export async function evaluateSql(
     message,
     ...stats,
   });
-  const resolved = await resolve(sql, io.source);
+  const resolved = await resolve(query, io.source);
   if (!resolved.ok) return failed(resolved.message);
   const planned = await plan(resolved, io, limits);
   if (!planned.ok) return failed(planned.message, planned.cancelled);
@@ -119,7 +125,7 @@ export async function evaluateSql(
       everySteps: PROGRESS_EVERY_STEPS,
       onProgress: guard.onProgress,
     });
-    const run: Run = { io, limits, clock, stats, guard, db, resolved: planned.resolved, tables: [] };
+    const run: Run = { io, limits, clock, stats, guard, db, resolved: planned.resolved, tables: [], names: [] };
     run.tables = planned.resolved.references.map((reference, i) => ({
       name: reference.alias,
       layout: planned.resolved.items[i]!.layout,
@@ -129,6 +135,7 @@ export async function evaluateSql(
     // Checked on the empty tables, before anything is loaded: a refused query costs nothing.
     const readOnly = checkReadOnly(db, planned.resolved.sql);
     if (!readOnly.ok) return failed(userFacing(`Failed: ${readOnly.message}.`));
+    run.names = guard.stopOnSqliteError(() => columnNames(run.db, planned.resolved.sql));
     const outcome =
       planned.choice.engine === "store"
         ? await runInStore(run, planned.choice.host)
@@ -151,12 +158,15 @@ type PhaseOutcome =
   | { ok: true; rowCount: number; size: number; columns: ResultColumn[] }
   | { ok: false; cancelled: boolean; message: string };
 
-/** Rewrites the data item names to internal tables and finds each item; a missing or unreadable one fails. */
-async function resolve(
-  sql: string,
-  source: QuerySource,
+/**
+ * Rewrites the data item names to internal tables and finds each item (a
+ * missing or unreadable one fails), then numbers the placeholders for binding.
+ */
+export async function resolve(
+  query: QueryText,
+  source: Pick<QuerySource, "find">,
 ): Promise<({ ok: true } & Resolved) | { ok: false; message: string }> {
-  const names = rewriteTableNames(sql);
+  const names = rewriteTableNames(query.sql);
   if (!names.ok) return { ok: false, message: `Failed: ${names.message}` };
   const items: LoadableItem[] = [];
   for (const reference of names.tables) {
@@ -179,14 +189,20 @@ async function resolve(
     names.tables.map((reference, i) => [reference.alias, items[i]!.layout.columns.map((c) => c.name)]),
   );
   const selections = tokens.ok ? columnsUsed(tokens.tokens, tableColumns) : new Map();
+  // SQL the tokenizer cannot read fails on SQLite's message before anything is bound.
+  const bound = tokens.ok
+    ? bindParameters(tokens.tokens, query.parameters)
+    : { ok: true as const, sql: names.sql, values: [] };
+  if (!bound.ok) return { ok: false, message: `Failed: ${bound.message}` };
   const used = names.tables.map((reference) => {
     const selection = selections.get(reference.alias) ?? "all";
     return selection === "all" ? null : new Set([...selection].map((name: string) => name.toLowerCase()));
   });
   return {
     ok: true,
-    original: sql,
+    original: query,
     sql: names.sql,
+    bound: { sql: bound.sql, values: bound.values },
     references: names.tables,
     items,
     tokens: tokens.ok ? tokens.tokens : null,
@@ -231,12 +247,13 @@ async function plan(
   }
 }
 
-function nameOf(reference: DataItemReference): string {
+/** A data item's three-part name, for messages. */
+export function nameOf(reference: DataItemReference): string {
   return `${reference.account}.${reference.dataset}.${reference.data}`;
 }
 
 /** Turns internal table names in a message back into the three-part names the user wrote. */
-function namingAsTheUserDid(references: Resolved["references"]): (message: string) => string {
+export function namingAsTheUserDid(references: Resolved["references"]): (message: string) => string {
   const names = references.map((t) => ({ alias: t.alias, name: nameOf(t) }));
   return (message) =>
     names.reduce((text, { alias, name }) => text.replace(new RegExp(`\\b${alias}\\b`, "g"), name), message);
@@ -256,7 +273,8 @@ async function runInSqlJs(
     await io.control.progress("Running: executing the query.");
     const executeStarted = clock();
     guard.measure(db);
-    const result = await executeStatement(db, run.resolved.sql, io.target, guard, () => (targetOpen = true));
+    const statement = { ...run.resolved.bound, names: run.names };
+    const result = await executeStatement(db, statement, io.target, guard, () => (targetOpen = true));
     stats.executeMs = clock() - executeStarted - result.writeMs;
     stats.writeMs = result.writeMs;
     return { ok: true, rowCount: result.rowCount, size: result.size, columns: result.columns };
@@ -268,12 +286,11 @@ async function runInSqlJs(
   }
 }
 
-/** Which tables come from column images (where built, as long as they fit the attach limit). */
-function fromImages(run: Run): boolean[] {
+/** Which items sql.js reads from column images (where built, as long as they fit the attach limit). */
+export function fromImages(items: PlannedItem[], used: UsedColumns): boolean[] {
   let attachLeft = MAX_ATTACHED;
-  return run.tables.map((table, i) => {
-    const item = run.resolved.items[i]!;
-    const needed = Math.max(1, table.columns?.size ?? item.layout.columns.length);
+  return items.map((item, i) => {
+    const needed = Math.max(1, used[i]?.size ?? item.layout.columns.length);
     const attach = item.images !== null && needed <= attachLeft;
     if (attach) attachLeft -= needed;
     return attach;
@@ -285,7 +302,7 @@ async function load(run: Run, images: AttachedImages, created: ReturnType<typeof
   const { guard, io, db, resolved, stats, limits, clock } = run;
   db.run("PRAGMA query_only = 0");
   const loadStarted = clock();
-  const attach = fromImages(run);
+  const attach = fromImages(resolved.items, resolved.used);
   if (attach.some(Boolean)) createSlotsTable(db);
   for (const [i, table] of run.tables.entries()) {
     const reference = resolved.references[i]!;
@@ -327,20 +344,13 @@ async function load(run: Run, images: AttachedImages, created: ReturnType<typeof
  * storage is retried by the consumer).
  */
 async function runInStore(run: Run, host: number): Promise<PhaseOutcome> {
-  const { io, resolved, stats, limits, clock, db } = run;
-  const names = run.guard.stopOnSqliteError(() => {
-    const statement = db.prepare(resolved.sql);
-    try {
-      return statement.getColumnNames();
-    } finally {
-      statement.free();
-    }
-  });
+  const { io, resolved, stats, limits, clock, names } = run;
   const hostItem = resolved.items[host]!;
   await io.control.progress(`Running: in the table store of ${nameOf(resolved.references[host]!)}.`);
   const request: StoreQuery = {
     queryId: io.queryId,
-    sql: resolved.sql,
+    sql: resolved.bound.sql,
+    values: resolved.bound.values,
     names,
     hostAlias: resolved.references[host]!.alias,
     others: resolved.references.flatMap((reference, i) =>
@@ -384,4 +394,14 @@ async function runInStore(run: Run, host: number): Promise<PhaseOutcome> {
   stats.executeMs = outcome.executeMs;
   stats.writeMs = outcome.writeMs;
   return { ok: true, rowCount: outcome.rowCount, size: outcome.size, columns: outcome.columns };
+}
+
+/** The result's column names as SQLite gives them for the statement, prepared and not run. */
+export function columnNames(db: Database, sql: string): string[] {
+  const statement = db.prepare(sql);
+  try {
+    return statement.getColumnNames();
+  } finally {
+    statement.free();
+  }
 }

@@ -1,4 +1,5 @@
 import type { Database } from "sql.js";
+import type { BoundValue } from "../sql/parameters";
 import { StorageClass } from "../result/csv";
 import { ResultWriter, type ResultTarget, type WrittenResult } from "../result/writer";
 import { RunGuard } from "./run-guard";
@@ -6,21 +7,30 @@ import { RunGuard } from "./run-guard";
 /** How often (rows) the runner looks at the clock, the memory and cancellation while stepping. */
 const CHECK_EVERY_ROWS = 4096;
 
+/** The statement to run: its SQL, the values bound to its `?K` placeholders, and the result's column names. */
+export interface BoundStatement {
+  sql: string;
+  values: BoundValue[];
+  names: string[];
+}
+
 /**
  * Steps the one statement row by row into `target` through the shared
  * result writer; between rows the guard checks time, memory and cancellation.
  */
 export async function executeStatement(
   db: Database,
-  sql: string,
+  bound: BoundStatement,
   target: ResultTarget,
   guard: RunGuard,
   opened: () => void,
 ): Promise<WrittenResult> {
-  const statement = guard.stopOnSqliteError(() => db.prepare(sql));
+  const statement = guard.stopOnSqliteError(() => db.prepare(bound.sql));
   const row = statement as unknown as { get(params: null, config: { useBigInt: boolean }): unknown[] };
   try {
-    const names = statement.getColumnNames();
+    // By position: sql.js binds a string as TEXT, a non-integer number as REAL, null as NULL.
+    if (bound.values.length > 0) statement.bind(bound.values);
+    const names = bound.names;
     const writer = new ResultWriter(names, guard.limits, target);
     const classes: StorageClass[] = names.map(() => StorageClass.Null);
     opened();

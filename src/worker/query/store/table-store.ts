@@ -8,6 +8,7 @@ import { StorageClass } from "../result/csv";
 import { ResultWriter, type ResultTarget } from "../result/writer";
 import { limitStops, Stop, TransientError } from "../run-limits";
 import { internalTableName } from "../sql/internal-names";
+import type { BoundValue } from "../sql/parameters";
 import { tokenize } from "../sql/tokenizer";
 import { quoteIdentifier, type TableLayout } from "../table-layout";
 import { fillTable, type StoreSql } from "./fill-table";
@@ -36,6 +37,8 @@ export type StoreBuildOutcome = { ok: true; rows: number; bytes: number } | { ok
 export interface StoreQuery {
   queryId: string;
   sql: string;
+  /** The values of the `?K` placeholders of `sql`, by position (absent from an engine of an earlier version). */
+  values?: BoundValue[];
   /** The result's column names, as the sql.js check on the empty tables gave them. */
   names: string[];
   hostAlias: string;
@@ -242,7 +245,7 @@ export class TableStore extends DurableObject<Env> {
   private async run(request: StoreQuery, sql: string, target: ResultTarget, deadline: number) {
     const writer = new ResultWriter(request.names, request.limits, target);
     await writer.header();
-    const cursor = this.readOnlyCursor(quotedResultSql(sql, request.names.length));
+    const cursor = this.readOnlyCursor(quotedResultSql(sql, request.names.length), request.values ?? []);
     const values: unknown[] = new Array(request.names.length);
     const classes: StorageClass[] = new Array(request.names.length);
     let lastCancelCheck = Date.now();
@@ -274,9 +277,10 @@ export class TableStore extends DurableObject<Env> {
    * write would happen, so a statement that wrote rows is rolled back (by
    * the throw) and refused. Reads then go on outside the transaction.
    */
-  private readOnlyCursor(sql: string): { first: unknown[] | null; rest: Iterator<unknown[]> } {
+  private readOnlyCursor(sql: string, values: BoundValue[]): { first: unknown[] | null; rest: Iterator<unknown[]> } {
     return this.ctx.storage.transactionSync(() => {
-      const cursor = this.ctx.storage.sql.exec(sql);
+      // Bound by position: a string as TEXT, a number as REAL, null as NULL (INTEGER values come as text, cast in the SQL).
+      const cursor = this.ctx.storage.sql.exec(sql, ...values);
       const rest = cursor.raw();
       const first = next(rest);
       if (cursor.rowsWritten > 0)
