@@ -21,6 +21,7 @@ import { datasetRoutes } from "./routes/dataset";
 import { downloadRoutes } from "./routes/download";
 import { meRoutes } from "./routes/me";
 import { queryRoutes } from "./routes/query";
+import { queryValidateRoutes } from "./routes/query-validate";
 import { wellKnownRoutes } from "./routes/well-known";
 import { envelope } from "./schemas";
 
@@ -64,6 +65,7 @@ export function createApp(): OpenAPIHono<AppEnv> {
   v1.route("/", accountRoutes);
   v1.route("/", datasetRoutes);
   v1.route("/", dataRoutes);
+  v1.route("/", queryValidateRoutes);
   v1.route("/", queryRoutes);
   mountOpenApi(v1);
 

@@ -6,6 +6,24 @@ import type { TableToLoad } from "./load-table";
 import { Stop, transient } from "../run-limits";
 import type { RunControl, RunGuard } from "./run-guard";
 
+/**
+ * The images a table attaches: those of the columns it uses (`wanted`), or,
+ * when it uses none, the smallest, which supplies the rows.
+ */
+export function imagesToFetch(
+  table: Pick<TableToLoad, "layout" | "columns">,
+  recorded: ColumnImages,
+): { wanted: number[]; fetch: number[] } {
+  const wanted = table.layout.columns.flatMap((column, index) =>
+    !table.columns || table.columns.has(column.name.toLowerCase()) ? [index] : [],
+  );
+  const smallest = recorded.columns.reduce(
+    (best, c, index) => (c.bytes < recorded.columns[best]!.bytes ? index : best),
+    0,
+  );
+  return { wanted, fetch: wanted.length > 0 ? wanted : [smallest] };
+}
+
 /** The column images one query attached: each its own sql.js database, read through a view per table. */
 export class AttachedImages {
   private readonly images: { view: string; schema: string; db: Database; bytes: number }[] = [];
@@ -25,15 +43,7 @@ export class AttachedImages {
   async attach(target: Database, table: TableToLoad, recorded: ColumnImages, dataName: string): Promise<void> {
     const { guard } = this;
     const all = table.layout.columns;
-    const wanted = all.flatMap((column, index) =>
-      !table.columns || table.columns.has(column.name.toLowerCase()) ? [index] : [],
-    );
-    // A query that names no column still needs the rows: the smallest image supplies them.
-    const smallest = recorded.columns.reduce(
-      (best, c, index) => (c.bytes < recorded.columns[best]!.bytes ? index : best),
-      0,
-    );
-    const fetch = wanted.length > 0 ? wanted : [smallest];
+    const { wanted, fetch } = imagesToFetch(table, recorded);
     const fetchBytes = fetch.reduce((sum, index) => sum + recorded.columns[index]!.bytes, 0);
     if (guard.stats.bytesLoaded + fetchBytes > guard.limits.maxLoadBytes) throw guard.overLoadLimit();
     guard.expectRoom(target, fetchBytes);

@@ -35,17 +35,21 @@ export function renameTables(sql: string, tables: ReadonlyMap<string, string>): 
  */
 export function quotedResultSql(sql: string, columnCount: number): string {
   const names = Array.from({ length: columnCount }, (_, i) => `"c${i}"`);
-  // Up to the last token of the statement: a trailing `;` or comment would not fit inside the parentheses.
+  const body = statementBody(sql);
+  const values = names.map(
+    (n) => `quote(${n}), CASE WHEN typeof(${n}) = 'text' AND instr(${n}, char(0)) > 0 THEN ${n} END`,
+  );
+  return `WITH "__dqs_result"(${names.join(",")}) AS (SELECT * FROM (\n${body}\n) LIMIT -1)\nSELECT ${values.join(", ")} FROM "__dqs_result" LIMIT -1`;
+}
+
+/** The statement up to its last token: without a trailing `;` or comment, it fits inside parentheses or after AS. */
+export function statementBody(sql: string): string {
   const tokenized = tokenize(sql);
   if (!tokenized.ok) throw new Error(tokenized.message);
   const last = significantTokens(tokenized.tokens)
     .filter((token) => token.kind !== "semicolon")
     .at(-1);
-  const body = sql.slice(0, last?.end ?? 0);
-  const values = names.map(
-    (n) => `quote(${n}), CASE WHEN typeof(${n}) = 'text' AND instr(${n}, char(0)) > 0 THEN ${n} END`,
-  );
-  return `WITH "__dqs_result"(${names.join(",")}) AS (SELECT * FROM (\n${body}\n) LIMIT -1)\nSELECT ${values.join(", ")} FROM "__dqs_result" LIMIT -1`;
+  return sql.slice(0, last?.end ?? 0);
 }
 
 /** True when `sql` holds more than one statement (a `;` followed by more than trivia). */

@@ -1,0 +1,175 @@
+import type { Viewer } from "../catalog/access";
+import type { QueryLimits } from "../config";
+import type { Database } from "./sqlite";
+import { imagesToFetch } from "./engine/attach-images";
+import { createTable } from "./engine/load-table";
+import { chooseEngine } from "./engine/plan";
+import { columnNames, fromImages, nameOf, namingAsTheUserDid, resolve, type LoadableItem } from "./engine/evaluate-sql";
+import { findQueryItem } from "./run-claimed-query";
+import { queryTextProblem, type QueryText } from "./query-text";
+import { withTypedNulls } from "./sql/parameters";
+import { checkReadOnly } from "./sql/read-only";
+import { statementBody } from "./store/store-sql";
+import { sqliteInstanceFor } from "./sqlite";
+
+/** A result column as validation sees it: its type where SQLite knows it before running, else null. */
+export interface ValidatedColumn {
+  name: string;
+  type: "INTEGER" | "DOUBLE" | "STRING" | null;
+}
+
+/** A data item a query names, and the bytes the query would read of it from storage. */
+export interface ValidatedItem {
+  account: string;
+  dataset: string;
+  data: string;
+  version: string;
+  bytes: number;
+}
+
+export interface Validation {
+  valid: boolean;
+  message: string;
+  columns: ValidatedColumn[];
+  dataItems: ValidatedItem[];
+  engine: "sqljs" | "store" | null;
+}
+
+const VIEW = `temp."__dqs_columns"`;
+
+/**
+ * What running the query would find, without running it: the same checks,
+ * in the same order and with the same messages, as `POST /v1/query` (400)
+ * and the engine before it loads anything (evaluate-sql.ts): the request, the
+ * names through `viewer`'s view of the catalog, the parameters, the plan,
+ * and one read-only statement prepared on empty tables of the right types.
+ * Reads only the catalog; loads no data and steps no statement of the query.
+ */
+export async function validateQuery(
+  env: Env,
+  viewer: Viewer,
+  query: QueryText,
+  limits: QueryLimits,
+): Promise<Validation> {
+  const invalid = (message: string, more: Partial<Validation> = {}): Validation => ({
+    valid: false,
+    message,
+    columns: [],
+    dataItems: [],
+    engine: null,
+    ...more,
+  });
+  const problem = queryTextProblem(query, limits.maxSqlLength);
+  if (problem) return invalid(problem);
+  const versions = new Map<LoadableItem, string>();
+  const resolved = await resolve(query, {
+    async find(reference) {
+      const item = await findQueryItem(env, viewer, reference);
+      if (item) versions.set(item, item.version);
+      return item;
+    },
+  });
+  if (!resolved.ok) return invalid(resolved.message);
+
+  const choice = chooseEngine(resolved.items);
+  const host = choice.engine === "store" ? choice.host : choice.engine === "wait" ? choice.for : null;
+  const images = fromImages(resolved.items, resolved.used);
+  const dataItems = resolved.references.map((reference, i): ValidatedItem => {
+    const item = resolved.items[i]!;
+    return {
+      account: reference.account,
+      dataset: reference.dataset,
+      data: reference.data,
+      version: versions.get(item) ?? "",
+      bytes: bytesToRead(item, resolved.used[i]!, host === null ? images[i]! : false, i === host),
+    };
+  });
+  const engine = host === null ? "sqljs" : "store";
+  const userFacing = namingAsTheUserDid(resolved.references);
+
+  const instance = await sqliteInstanceFor(limits.memoryBudgetBytes);
+  const db = new instance.sql.Database();
+  try {
+    resolved.references.forEach((reference, i) =>
+      createTable(db, { name: reference.alias, layout: resolved.items[i]!.layout, columns: resolved.used[i]! }),
+    );
+    const readOnly = checkReadOnly(db, resolved.sql);
+    if (!readOnly.ok) return invalid(userFacing(`Failed: ${readOnly.message}.`), { dataItems, engine });
+    const names = columnNames(db, resolved.sql);
+    const types = columnTypes(db, resolved.tokens && withTypedNulls(resolved.tokens, query.parameters));
+    const columns = names.map((name, i) => ({ name, type: types[i] ?? null }));
+    const where =
+      host === null
+        ? "sql.js"
+        : `the table store of ${nameOf(resolved.references[host]!)}${choice.engine === "wait" ? " once it is built" : ""}`;
+    const bytes = dataItems.reduce((sum, item) => sum + item.bytes, 0);
+    return {
+      valid: true,
+      message: `Valid: ${columns.length} column${columns.length === 1 ? "" : "s"}; it would run in ${where} and read ${bytes} bytes from storage.`,
+      columns,
+      dataItems,
+      engine,
+    };
+  } catch (error) {
+    // As the engine: SQLite's own errors on the empty tables (too many columns, …).
+    return invalid(userFacing(`Failed: ${error instanceof Error ? error.message : String(error)}.`), {
+      dataItems,
+      engine,
+    });
+  } finally {
+    db.close();
+  }
+}
+
+/**
+ * Bytes the query would read of an item from storage: in its own table
+ * store none; in sql.js the column images it attaches; otherwise the stored
+ * file (read into sql.js, or brought into another item's table store).
+ */
+function bytesToRead(
+  item: LoadableItem,
+  used: ReadonlySet<string> | null,
+  fromImages: boolean,
+  isHost: boolean,
+): number {
+  if (isHost) return 0;
+  if (fromImages && item.images) {
+    const { fetch } = imagesToFetch({ layout: item.layout, columns: used }, item.images);
+    return fetch.reduce((sum, index) => sum + item.images!.columns[index]!.bytes, 0);
+  }
+  return item.bytes;
+}
+
+/**
+ * The result columns' types as SQLite declares them for a view of the
+ * query: a column of a data item keeps its declared type, a CAST or a
+ * parameter gives its own, and any other expression has none (null). A view
+ * may hold no placeholder, so each stands as a NULL of its value's type.
+ */
+function columnTypes(db: Database, typed: ReturnType<typeof withTypedNulls> | null): ValidatedColumn["type"][] {
+  if (!typed?.ok) return [];
+  try {
+    db.run("PRAGMA query_only = 0");
+    // Only the first statement of the text is prepared, and the body was checked to be one read-only statement.
+    const create = db.prepare(`CREATE VIEW ${VIEW} AS ${statementBody(typed.sql)}`);
+    try {
+      create.step();
+    } finally {
+      create.free();
+    }
+    const info = db.exec(`PRAGMA temp.table_info("__dqs_columns")`)[0];
+    return (info?.values ?? []).map((row) => dataTypeOf(String(row[2] ?? "")));
+  } catch {
+    return []; // Types are a help; the query is valid without them.
+  }
+}
+
+/** The result type of a declared type, by SQLite's affinity rules; NUMERIC and none leave it to the values. */
+function dataTypeOf(declared: string): ValidatedColumn["type"] {
+  const type = declared.toUpperCase();
+  if (type.includes("INT")) return "INTEGER";
+  if (/CHAR|CLOB|TEXT/.test(type)) return "STRING";
+  if (type === "" || type.includes("BLOB")) return null;
+  if (/REAL|FLOA|DOUB/.test(type)) return "DOUBLE";
+  return null;
+}
