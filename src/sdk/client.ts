@@ -11,8 +11,10 @@ import type {
   DataStorage,
   Me,
   Permission,
+  QueryParameters,
   QueryState,
   QueryStatus,
+  QueryValidation,
 } from "./types";
 
 /** Where the service is, where the tokens live, and (optionally) the fetch to use. */
@@ -26,6 +28,11 @@ export interface LoopbackLogin {
 }
 
 export interface QueryOptions {
+  /**
+   * Values of the SQL's placeholders, bound by the service: an object for `:name`, `@name`, `$name` (keys
+   * without the sigil), an array for `?` and `?NNN`. Send a 64-bit integer beyond 2^53 as a string.
+   */
+  parameters?: QueryParameters;
   /** Seconds to wait for the query to end (default 300); then a DqsQueryError with reason "timeout". */
   wait?: number;
   /** Sent as Idempotency-Key; default a new random one, so a retried submit cannot run the query twice. */
@@ -291,13 +298,28 @@ export class DqsClient {
   /** POST /query: submits SQL; the query runs asynchronously. `waitSeconds` (≤ 30) holds the answer until it ends. */
   async submitQuery(
     sql: string,
-    options: { idempotencyKey?: string; waitSeconds?: number } = {},
+    options: { idempotencyKey?: string; waitSeconds?: number; parameters?: QueryParameters } = {},
   ): Promise<{ queryId: string; message: string }> {
     const headers: Record<string, string> = {};
     if (options.idempotencyKey) headers["idempotency-key"] = options.idempotencyKey;
     if (options.waitSeconds) headers.prefer = `wait=${Math.floor(options.waitSeconds)}`;
-    const { body } = await this.transport.json("post", "/query", { body: { Sql: sql }, headers });
+    const { body } = await this.transport.json("post", "/query", {
+      body: { Sql: sql, Parameters: options.parameters },
+      headers,
+    });
     return { queryId: body.Data.QueryId, message: body.Status.Message };
+  }
+
+  /**
+   * POST /query/validate (experimental): checks SQL (and its parameters) without running it: whether it would
+   * run, its result columns, the data items it names with the bytes it would read, and the engine. A query
+   * that would fail comes back with `Valid: false` and the message it would fail with.
+   */
+  async validate(sql: string, options: { parameters?: QueryParameters } = {}): Promise<QueryValidation> {
+    const { body } = await this.transport.json("post", "/query/validate", {
+      body: { Sql: sql, Parameters: options.parameters },
+    });
+    return body.Data;
   }
 
   /** GET /query/{QueryId}/status. */
@@ -393,6 +415,7 @@ export class DqsClient {
   async runQuery(sql: string, options: QueryOptions = {}): Promise<QueryStatus> {
     const wait = options.wait ?? DEFAULT_WAIT_SECONDS;
     const { queryId } = await this.submitQuery(sql, {
+      parameters: options.parameters,
       idempotencyKey: options.idempotencyKey ?? crypto.randomUUID(),
       waitSeconds: Math.min(SUBMIT_WAIT_SECONDS, Math.floor(wait)),
     });

@@ -1135,6 +1135,67 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/query/validate": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Check a query without running it
+         * @description Takes the body of POST /v1/query. Resolves the data item names as the caller may read them, checks the Parameters and that the SQL is one read-only statement, and derives the result's columns by preparing it on empty tables of the items' types; estimates the bytes the query would read (catalog figures) and names the engine the planner would pick. Runs nothing and loads no data. A query that would be refused or would fail answers 200 with Valid false and the same message.
+         */
+        post: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            requestBody: {
+                content: {
+                    "application/json": components["schemas"]["SqlRequest"];
+                };
+            };
+            responses: {
+                /** @description Whether the query is valid, and what it would return and read */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["QueryValidationResponse"];
+                    };
+                };
+                /** @description No JSON body, no Sql string, or Parameters of the wrong shape */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["GeneralApiResponse"];
+                    };
+                };
+                /** @description Missing or invalid access token */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["GeneralApiResponse"];
+                    };
+                };
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/query": {
         parameters: {
             query?: never;
@@ -1146,7 +1207,7 @@ export interface paths {
         put?: never;
         /**
          * Submit an SQL query; it runs asynchronously
-         * @description SQLite's dialect, one read-only statement (SELECT, WITH … SELECT, VALUES). Name a data item as AccountName.DatasetName.DataName (parts bare, "quoted" or `quoted`, or the whole name in backticks). Only a malformed request is refused here; anything wrong with the SQL itself makes the query end failed with a message. Headers: Idempotency-Key (a retried submit returns the same QueryId) and Prefer: wait=N (N ≤ 30: hold the response until the query ends or N seconds pass).
+         * @description SQLite's dialect, one read-only statement (SELECT, WITH … SELECT, VALUES). Name a data item as AccountName.DatasetName.DataName (parts bare, "quoted" or `quoted`, or the whole name in backticks). Placeholders take their values from Parameters (see QueryParameters). Only a malformed request, or Parameters that do not match the placeholders, is refused here; anything wrong with the SQL itself makes the query end failed with a message. Headers: Idempotency-Key (a retried submit returns the same QueryId) and Prefer: wait=N (N ≤ 30: hold the response until the query ends or N seconds pass).
          */
         post: {
             parameters: {
@@ -1173,7 +1234,7 @@ export interface paths {
                         "application/json": components["schemas"]["QueryResponse"];
                     };
                 };
-                /** @description No JSON body, no Sql string, empty or over-long text, or an Idempotency-Key reused with other SQL */
+                /** @description No JSON body, no Sql string, empty or over-long text, Parameters that do not match the placeholders, or an Idempotency-Key reused with other SQL or Parameters */
                 400: {
                     headers: {
                         [name: string]: unknown;
@@ -1715,10 +1776,36 @@ export interface components {
                 } | null;
             };
         };
-        QueryResponse: {
+        QueryValidationResponse: {
             Status: components["schemas"]["ApiResponseStatus"];
             Data: {
-                QueryId: string;
+                /** @description Whether the query would run (it may still fail at a limit) */
+                Valid: boolean;
+                /** @description Why not: the message POST /v1/query would answer 400 with, or the one the query would fail with; else a summary */
+                Message: string;
+                /** @description The result's columns; empty when not valid */
+                Columns: {
+                    Name: string;
+                    /**
+                     * @description The column's type where SQLite knows it before running (a column of a data item, a CAST, a parameter); null where only the values decide (count(*), an arithmetic expression)
+                     * @enum {string|null}
+                     */
+                    DataType: "INTEGER" | "DOUBLE" | "STRING" | null;
+                }[];
+                /** @description The data items it names, as the caller may read them; empty until all are found */
+                DataItems: {
+                    AccountName: string;
+                    DatasetName: string;
+                    DataName: string;
+                    Version: string;
+                    /** @description Bytes the query would read of it from storage (catalog figures): the column images of the columns it uses, or the stored file; 0 when it runs in the item's own table store */
+                    Bytes: number;
+                }[];
+                /**
+                 * @description The engine the planner would pick (a table store being built counts as store); null until planned
+                 * @enum {string|null}
+                 */
+                Engine: "sqljs" | "store" | null;
             };
         };
         SqlRequest: {
@@ -1727,6 +1814,23 @@ export interface components {
              * @example SELECT 1
              */
             Sql: string;
+            Parameters?: components["schemas"]["QueryParameters"];
+        };
+        /**
+         * @description Values of the query's placeholders, bound by SQLite (never spliced into the text). An object binds :name, @name and $name (keys without the sigil); an array binds ? and ?NNN. A string binds as TEXT (digits stay text), an integer within ±(2^53−1) as INTEGER, any other number as REAL, a boolean as 1/0, null as NULL; send a 64-bit integer beyond 2^53 as a string (it binds as TEXT). At most 100 values. A placeholder without a value, a value without a placeholder, or names mixed with positions answer 400 naming the placeholder.
+         * @example {
+         *       "region": "north",
+         *       "min": 10
+         *     }
+         */
+        QueryParameters: {
+            [key: string]: string | number | boolean | null;
+        } | (string | number | boolean | null)[];
+        QueryResponse: {
+            Status: components["schemas"]["ApiResponseStatus"];
+            Data: {
+                QueryId: string;
+            };
         };
         QueryStatusResponse: {
             Status: components["schemas"]["ApiResponseStatus"];
@@ -1737,6 +1841,10 @@ export interface components {
             /** @enum {string} */
             Status: "queued" | "running" | "succeeded" | "failed" | "cancelled";
             Sql: string;
+            /** @description The Parameters it was submitted with; null without */
+            Parameters: {
+                [key: string]: string | number | boolean | null;
+            } | (string | number | boolean | null)[] | null;
             /**
              * Format: date-time
              * @example 2026-11-22T07:00:00Z

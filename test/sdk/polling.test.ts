@@ -20,6 +20,7 @@ function scriptedService(states: QueryState[]): { fetch: FetchLike; submits: Req
     QueryId: "q1",
     Status: state,
     Sql: "SELECT 1",
+    Parameters: null,
     CreatedAt: "2026-11-22T07:00:00Z",
     UpdatedAt: "2026-11-22T07:00:00Z",
     Message: state === "failed" ? "Failed: no such table" : `The query is ${state}.`,

@@ -138,9 +138,10 @@ const QueryStatusData = z
     QueryId: z.string(),
     Status: z.enum(["queued", "running", "succeeded", "failed", "cancelled"]),
     Sql: z.string(),
-    Parameters: QueryParameters.nullable().openapi({
-      description: "The Parameters it was submitted with; null without",
-    }),
+    // A union with null: .nullable() on a registered schema loses the null in the document.
+    Parameters: z
+      .union([QueryParameters, z.null()])
+      .openapi({ description: "The Parameters it was submitted with; null without" }),
     CreatedAt: DateTime,
     UpdatedAt: DateTime,
     Message: z.string().openapi({ description: "What the query is doing, or why it failed" }),
