@@ -8,6 +8,11 @@ export class UsageError extends Error {
   override name = "UsageError";
 }
 
+/** `dqs validate` found the query not valid: exit code 4, as for a query that failed. */
+export class InvalidQueryError extends Error {
+  override name = "InvalidQueryError";
+}
+
 /** Options every command takes (`dqs --url … --profile … --json <command>`, or after the command). */
 export interface GlobalOptions {
   url?: string;

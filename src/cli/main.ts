@@ -5,7 +5,7 @@ import { authCommands } from "./commands/auth";
 import { dataCommands } from "./commands/data";
 import { datasetCommands } from "./commands/datasets";
 import { queryCommands } from "./commands/query";
-import { UsageError, type GlobalOptions } from "./context";
+import { InvalidQueryError, UsageError, type GlobalOptions } from "./context";
 import { LoginFailedError } from "./loopback";
 import { json } from "./output";
 import { DEFAULT_PROFILE, TokenFileError } from "./token-file";
@@ -58,7 +58,8 @@ function describe(error: unknown): { code: number; message: string; status: numb
     const id = error.code >= 500 && error.requestId ? ` [request ${error.requestId}]` : "";
     return { code: EXIT.error, message: `${error.message}${id}`, status: error.code };
   }
-  if (error instanceof DqsQueryError) return { code: EXIT.query, message: error.message, status: null };
+  if (error instanceof DqsQueryError || error instanceof InvalidQueryError)
+    return { code: EXIT.query, message: error.message, status: null };
   if (error instanceof UsageError) return { code: EXIT.usage, message: error.message, status: null };
   if (error instanceof LoginFailedError || error instanceof TokenFileError)
     return { code: EXIT.error, message: error.message, status: null };

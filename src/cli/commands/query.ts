@@ -6,9 +6,10 @@ import { randomBytes } from "node:crypto";
 import { pipeline } from "node:stream/promises";
 import { Readable } from "node:stream";
 import ora from "ora";
-import type { DqsClient, QueryState, QueryStatus } from "../../sdk";
-import { Context, UsageError } from "../context";
+import type { DqsClient, QueryParameters, QueryState, QueryStatus, QueryValidation } from "../../sdk";
+import { Context, InvalidQueryError, UsageError } from "../context";
 import { bytes, details, hiddenNote, json, layoutTable, oneLine, table, terminalWidth } from "../output";
+import { collectParam, parametersFrom } from "../parameters";
 import { nodeStream, saveDownload } from "./data";
 
 type Format = "csv" | "json" | "table";
@@ -18,12 +19,16 @@ interface QueryCommandOptions {
   output?: string;
   format?: Format;
   limit?: string;
+  param: string[];
 }
 
 /** Rows a table shows when neither a terminal nor --limit says how many. */
 const TABLE_ROWS_ELSEWHERE = 1000;
 /** Lines of a screen a table leaves free: the query's summary above it, its header, the note below it, the prompt. */
 const SCREEN_LINES_AROUND_TABLE = 4;
+
+const PARAM_HELP =
+  'a placeholder\'s value, repeatable: NAME=VALUE for :NAME, @NAME, $NAME, or VALUE for each ? in order; VALUE is JSON (42, 1.5, true, null, "text"), else text';
 
 /** `dqs query`, `dqs status`, `dqs cancel`, `dqs queries`. */
 export function queryCommands(program: Command): void {
@@ -33,6 +38,7 @@ export function queryCommands(program: Command): void {
     .description("run SQL and print or save the result (waits for it, showing its state)")
     .option("--wait [seconds]", "how long to wait for the result (default 300; 0: only submit, as --no-wait)")
     .option("--no-wait", "only submit the query and print its id")
+    .option("--param <value>", PARAM_HELP, collectParam, [])
     .option("-o, --output <file>", "write the result to this file")
     .option(
       "--limit <n>",
@@ -48,6 +54,23 @@ export function queryCommands(program: Command): void {
     .action(async (sql: string, options: QueryCommandOptions, command: Command) =>
       query(Context.of(command), sql, options),
     );
+
+  program
+    .command("validate")
+    .argument("<sql>", "one SELECT statement; name data items as ACCOUNT.DATASET.NAME")
+    .description(
+      "check SQL without running it: its result columns, the data it would read, the engine (experimental endpoint); exit code 4 when not valid",
+    )
+    .option("--param <value>", PARAM_HELP, collectParam, [])
+    .action(async (sql: string, options: { param: string[] }, command: Command) => {
+      const ctx = Context.of(command);
+      const validation = await (await ctx.client()).validate(sql, { parameters: parametersFrom(options.param) });
+      if (!validation.Valid) {
+        if (ctx.json) await ctx.print(validation, () => "");
+        throw new InvalidQueryError(`Not valid: ${validation.Message}`);
+      }
+      await ctx.print(validation, () => describeValidation(validation));
+    });
 
   program
     .command("status")
@@ -97,13 +120,14 @@ export function queryCommands(program: Command): void {
 
 async function query(ctx: Context, sql: string, options: QueryCommandOptions): Promise<void> {
   const client = await ctx.client();
+  const parameters: QueryParameters | undefined = parametersFrom(options.param);
   const wait = typeof options.wait === "string" ? Number(options.wait) : 300;
   if (!Number.isFinite(wait) || wait < 0) throw new UsageError("--wait must be a number of seconds (0: do not wait).");
   const limit = options.limit === undefined ? undefined : Number(options.limit);
   if (limit !== undefined && !(Number.isSafeInteger(limit) && limit > 0))
     throw new UsageError("--limit must be a whole number of rows, at least 1.");
   if (options.wait === false || wait === 0) {
-    const { queryId, message } = await client.submitQuery(sql, { idempotencyKey: crypto.randomUUID() });
+    const { queryId, message } = await client.submitQuery(sql, { idempotencyKey: crypto.randomUUID(), parameters });
     await ctx.print({ QueryId: queryId, Message: message }, () => `${queryId}\n`);
     return;
   }
@@ -112,7 +136,7 @@ async function query(ctx: Context, sql: string, options: QueryCommandOptions): P
   if (limit !== undefined && format !== "table")
     throw new UsageError(`--limit is for the table format; ${format} holds every row (add --format table).`);
 
-  const status = await withSpinner((onStatus) => client.runQuery(sql, { wait, onStatus }));
+  const status = await withSpinner((onStatus) => client.runQuery(sql, { wait, onStatus, parameters }));
   if (format === "table") return printTable(ctx, client, status, options.output, limit);
   await writeResult(client, status, format, options.output);
   if (options.output) await ctx.note(`Wrote ${status.RowCount ?? "the"} rows (${format}) to ${options.output}.`);
@@ -228,6 +252,23 @@ async function emit(chunks: Iterable<string>, output: string | undefined): Promi
   }
 }
 
+function describeValidation(validation: QueryValidation): string {
+  const engine = validation.Engine === "store" ? "table store" : "sql.js";
+  const columns = table(
+    ["COLUMN", "TYPE"],
+    validation.Columns.map((column) => [column.Name, column.DataType ?? "(from the values)"]),
+  );
+  const items = table(
+    ["DATA ITEM", "VERSION", "READS"],
+    validation.DataItems.map((item) => [
+      `${item.AccountName}.${item.DatasetName}.${item.DataName}`,
+      item.Version,
+      bytes(item.Bytes),
+    ]),
+  );
+  return `${validation.Message}\nEngine: ${engine}\n\n${columns}${validation.DataItems.length > 0 ? `\n${items}` : ""}`;
+}
+
 function describeStatus(status: QueryStatus): string {
   const t = status.Timings;
   return details([
@@ -235,6 +276,7 @@ function describeStatus(status: QueryStatus): string {
     ["Status", status.Status],
     ["Message", status.Message],
     ["SQL", oneLine(status.Sql, 200)],
+    ["Parameters", status.Parameters === null ? "" : oneLine(JSON.stringify(status.Parameters), 200)],
     ["Created", status.CreatedAt],
     ["Updated", status.UpdatedAt],
     ["Rows", status.RowCount ?? ""],
