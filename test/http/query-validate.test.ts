@@ -176,6 +176,13 @@ describe("POST /v1/query/validate", () => {
           { DataName: "regions", Bytes: regionsRow.size },
         ],
       });
+      // While the store is being built, the query would wait for it.
+      await setItem("sales", "table_store", { state: "building" });
+      expect(await validate(owner.accessToken, { Sql: `SELECT id FROM ${sales}` })).toMatchObject({
+        Valid: true,
+        Engine: "store",
+        Message: `Valid: 1 column; it would run in the table store of ${sales} once it is built and read 0 bytes from storage.`,
+      });
     } finally {
       await setItem("sales", "table_store", null);
     }
