@@ -75,6 +75,8 @@ export default defineConfig(async () => {
             include: ["test/**/*.test.ts"],
             exclude: ["test/e2e/**"],
             setupFiles: ["test/support/apply-migrations.ts"],
+            // A budget, not an assertion: some tests run millions of SQLite steps, which a busy machine slows past 5 s.
+            testTimeout: 30_000,
           },
         },
         {
