@@ -36,7 +36,7 @@ export default defineConfig(async () => {
               wrangler: { configPath: "./wrangler.toml" },
               main: "./test/support/test-worker.ts",
               miniflare: {
-                // The engine Worker's consumers (wrangler.engine.toml), served by the test Worker.
+                // The engine Worker's consumers (wrangler.engine.toml) and the API's, served by the test Worker.
                 queueConsumers: {
                   "dqs-queries": {
                     maxBatchSize: 1,
@@ -52,6 +52,8 @@ export default defineConfig(async () => {
                     deadLetterQueue: "dqs-builds-dlq",
                   },
                   "dqs-builds-dlq": { maxBatchSize: 10, maxBatchTimeout: 1 },
+                  // The API Worker's own consumer (wrangler.toml).
+                  "dqs-webhooks": { maxBatchSize: 10, maxBatchTimeout: 1, maxRetries: 10 },
                 },
                 bindings: {
                   TEST_MIGRATIONS: migrations,

@@ -1234,7 +1234,7 @@ export interface paths {
                         "application/json": components["schemas"]["QueryResponse"];
                     };
                 };
-                /** @description No JSON body, no Sql string, empty or over-long text, Parameters that do not match the placeholders, or an Idempotency-Key reused with other SQL or Parameters */
+                /** @description No JSON body, no Sql string, empty or over-long text, Parameters that do not match the placeholders, an Idempotency-Key reused with other SQL or Parameters, or a Callback.Url the webhook rules refuse (the message names the rule) */
                 400: {
                     headers: {
                         [name: string]: unknown;
@@ -1592,6 +1592,102 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/me/webhook-secret": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The secret your completion webhooks are signed with
+         * @description Created on first use. Every completion webhook (SqlRequest.Callback) of yours is signed with it per Standard Webhooks; verify with any Standard Webhooks library.
+         */
+        get: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description The secret */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["WebhookSecretResponse"];
+                    };
+                };
+                /** @description Missing or invalid access token */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["GeneralApiResponse"];
+                    };
+                };
+            };
+        };
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/me/webhook-secret/rotate": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Replace your webhook signing secret
+         * @description Answers the new secret. For a day after, webhooks carry a signature with the old secret too (webhook-signature lists both), so a receiver can switch without losing one.
+         */
+        post: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description The new secret */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["WebhookSecretResponse"];
+                    };
+                };
+                /** @description Missing or invalid access token */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["GeneralApiResponse"];
+                    };
+                };
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
 }
 export type webhooks = Record<string, never>;
 export interface components {
@@ -1815,6 +1911,7 @@ export interface components {
              */
             Sql: string;
             Parameters?: components["schemas"]["QueryParameters"];
+            Callback?: components["schemas"]["QueryCallback"];
         };
         /**
          * @description Values of the query's placeholders, bound by SQLite (never spliced into the text). An object binds :name, @name and $name (keys without the sigil); an array binds ? and ?NNN. A string binds as TEXT (digits stay text), an integer within ±(2^53−1) as INTEGER, any other number as REAL, a boolean as 1/0, null as NULL; send a 64-bit integer beyond 2^53 as a string (it binds as TEXT). At most 100 values. A placeholder without a value, a value without a placeholder, or names mixed with positions answer 400 naming the placeholder.
@@ -1826,6 +1923,14 @@ export interface components {
         QueryParameters: {
             [key: string]: string | number | boolean | null;
         } | (string | number | boolean | null)[];
+        /** @description A completion webhook (experimental): when the query succeeds, fails or is cancelled, the service POSTs its status Data (as GET /query/{QueryId}/status answers it) as JSON to Url, signed per Standard Webhooks with your secret (GET /me/webhook-secret): headers webhook-id (the QueryId), webhook-timestamp and webhook-signature. A delivery fails without a 2xx answer within 10 s (redirects are not followed) and is tried again after 10 s, 1 min, 5 min, 30 min and 2 h; the status's Callback shows the last attempt. */
+        QueryCallback: {
+            /**
+             * @description Where to POST the completion webhook: https, the default port, a public host name (no IP address, loopback or private name, no user name or password); development mode also accepts http or https to a loopback host
+             * @example https://hooks.example.com/dqs
+             */
+            Url: string;
+        };
         QueryResponse: {
             Status: components["schemas"]["ApiResponseStatus"];
             Data: {
@@ -1885,6 +1990,32 @@ export interface components {
              * @enum {string|null}
              */
             Engine: "sqljs" | "store" | null;
+            /** @description The completion webhook it was submitted with (experimental); null without */
+            Callback: {
+                Url: string;
+                /** @description The latest attempt to deliver the completion webhook; null before the first */
+                LastDelivery: {
+                    /** @description 1 for the first attempt; at most 6 */
+                    Attempt: number;
+                    /**
+                     * Format: date-time
+                     * @example 2026-11-22T07:00:00Z
+                     */
+                    At: string;
+                    /** @description The receiver's HTTP status; null when it gave none (unreachable, no answer within 10 s) */
+                    StatusCode: number | null;
+                    /** @description Why the attempt failed; null when delivered */
+                    Error: string | null;
+                    /** @description The receiver answered 2xx */
+                    Delivered: boolean;
+                    /**
+                     * Format: date-time
+                     * @description When it is tried again; null when delivered or given up
+                     * @example 2026-11-22T07:00:00Z
+                     */
+                    NextAttemptAt: string | null;
+                } | null;
+            } | null;
         };
         QueryListResponse: {
             Status: components["schemas"]["ApiResponseStatus"];
@@ -1893,6 +2024,16 @@ export interface components {
                 QueryList: components["schemas"]["QueryStatus"][];
                 /** @description Pass as `cursor` for the next page; null on the last */
                 NextCursor: string | null;
+            };
+        };
+        WebhookSecretResponse: {
+            Status: components["schemas"]["ApiResponseStatus"];
+            Data: {
+                /**
+                 * @description The secret your completion webhooks are signed with (Standard Webhooks: whsec_ and base64 of 32 bytes); give it to your receiver's verifier
+                 * @example whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw
+                 */
+                Secret: string;
             };
         };
     };

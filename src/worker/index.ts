@@ -1,5 +1,7 @@
 import { createApp } from "./http/app";
 import { runMaintenance } from "./maintenance/scheduled";
+import { WEBHOOK_QUEUE_NAME, type WebhookMessage } from "./webhooks/completion";
+import { consumeWebhooks } from "./webhooks/delivery";
 
 export { QueryState } from "./query/query-state";
 export { TableStore } from "./query/store/table-store";
@@ -7,8 +9,16 @@ export { UserQueries } from "./query/user-queries";
 
 const app = createApp();
 
-/** The API Worker: HTTP and the maintenance cron. Queries run in the engine Worker (src/worker/engine.ts). */
+/**
+ * The API Worker: HTTP, the maintenance cron, and the delivery of completion
+ * webhooks (I/O only, kept out of the engine, where a running statement would
+ * hold up its timeouts). Queries run in the engine Worker (src/worker/engine.ts).
+ */
 export default {
   fetch: app.fetch,
   scheduled: (_controller, env, ctx) => ctx.waitUntil(runMaintenance(env)),
-} satisfies ExportedHandler<Env>;
+  queue: (batch, env) => {
+    if (batch.queue === WEBHOOK_QUEUE_NAME) return consumeWebhooks(batch, env);
+    throw new Error(`the API Worker does not consume the queue ${batch.queue}`);
+  },
+} satisfies ExportedHandler<Env, WebhookMessage>;

@@ -2,6 +2,7 @@ import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { QUEUES } from "../../src/worker/query/queues";
+import { WEBHOOK_QUEUE_NAME } from "../../src/worker/webhooks/completion";
 
 const ROOT = join(import.meta.dirname, "../..");
 const api = readFileSync(join(ROOT, "wrangler.toml"), "utf8");
@@ -12,6 +13,14 @@ function valueIn(toml: string, table: string, key: string): string | undefined {
   const parts = toml.split(/^\[/m);
   const section = table === "" ? parts[0] : parts.find((part) => part.startsWith(`${table}]`));
   return section?.match(new RegExp(`^${key}\\s*=\\s*"?([^"\\n]*)"?`, "m"))?.[1];
+}
+
+/** The queues of a configuration's [[queues.producers]] or [[queues.consumers]] tables, in order. */
+function queues(toml: string, kind: "producers" | "consumers"): string[] {
+  return toml
+    .split(/^(?=\[)/m)
+    .filter((section) => section.startsWith(`[[queues.${kind}]]`))
+    .map((section) => section.match(/^queue = "([^"]+)"/m)?.[1] ?? "");
 }
 
 describe("the two Workers' configurations", () => {
@@ -30,13 +39,16 @@ describe("the two Workers' configurations", () => {
   it("should bind the engine to the API's database, bucket, queue and query state", () => {
     expect(valueIn(engine, "[d1_databases]", "database_name")).toBe(valueIn(api, "[d1_databases]", "database_name"));
     expect(valueIn(engine, "[r2_buckets]", "bucket_name")).toBe(valueIn(api, "[r2_buckets]", "bucket_name"));
-    const producers = [...api.matchAll(/^queue = "([^"]+)"/gm)].map((match) => match[1]);
-    const consumers = [...engine.matchAll(/^queue = "([^"]+)"/gm)].map((match) => match[1]);
-    expect(producers).toEqual(["dqs-queries", "dqs-builds"]);
+    expect(queues(api, "producers")).toEqual(["dqs-queries", "dqs-builds", "dqs-webhooks"]);
+    expect(queues(engine, "producers")).toEqual([]);
+    const consumers = queues(engine, "consumers");
     expect(consumers).toEqual(["dqs-queries", "dqs-queries-dlq", "dqs-builds", "dqs-builds-dlq"]);
     // The engine picks each batch's handler by these names (src/worker/query/queues.ts).
     expect([...consumers].sort()).toEqual(Object.values(QUEUES).sort());
     expect(valueIn(engine, "[durable_objects.bindings]", "script_name")).toBe(valueIn(api, "", "name"));
-    expect(api).not.toMatch(/^\[\[queues\.consumers\]\]/m);
+  });
+
+  it("should have the API Worker consume only the completion webhooks, which its QueryState objects produce", () => {
+    expect(queues(api, "consumers")).toEqual([WEBHOOK_QUEUE_NAME]);
   });
 });

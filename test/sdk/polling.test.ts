@@ -31,6 +31,7 @@ function scriptedService(states: QueryState[]): { fetch: FetchLike; submits: Req
     Timings: null,
     ExpiresAt: null,
     Engine: null,
+    Callback: null,
   });
   const json = (body: unknown) =>
     new Response(JSON.stringify(body), { headers: { "content-type": "application/json" } });

@@ -26,6 +26,17 @@ export interface QueryStatusData {
   PeakMemoryBytes: number | null;
   Timings: { QueueWaitMs: number; LoadMs: number; ExecuteMs: number; WriteMs: number } | null;
   ExpiresAt: string | null;
+  Callback: {
+    Url: string;
+    LastDelivery: {
+      Attempt: number;
+      At: string;
+      StatusCode: number | null;
+      Error: string | null;
+      Delivered: boolean;
+      NextAttemptAt: string | null;
+    } | null;
+  } | null;
 }
 
 /** The list of the caller's queries, one page. */

@@ -22,6 +22,7 @@ import { downloadRoutes } from "./routes/download";
 import { meRoutes } from "./routes/me";
 import { queryRoutes } from "./routes/query";
 import { queryValidateRoutes } from "./routes/query-validate";
+import { webhookSecretRoutes } from "./routes/webhook-secret";
 import { wellKnownRoutes } from "./routes/well-known";
 import { envelope } from "./schemas";
 
@@ -67,6 +68,7 @@ export function createApp(): OpenAPIHono<AppEnv> {
   v1.route("/", dataRoutes);
   v1.route("/", queryValidateRoutes);
   v1.route("/", queryRoutes);
+  v1.route("/", webhookSecretRoutes);
   mountOpenApi(v1);
 
   app.route("/v1", v1);

@@ -1,4 +1,5 @@
 import type { QueryRecord } from "../query/query-record";
+import type { QueryCallback } from "../webhooks/completion";
 
 /** QueryStatusResponse Data from a query record. */
 export function queryStatusData(record: QueryRecord) {
@@ -22,5 +23,22 @@ export function queryStatusData(record: QueryRecord) {
     },
     ExpiresAt: record.expiresAt,
     Engine: record.engine ?? null,
+    Callback: record.callback ? callbackData(record.callback) : null,
+  };
+}
+
+/** QueryStatus Callback: where the completion webhook goes and how its latest attempt went. */
+function callbackData(callback: QueryCallback) {
+  const last = callback.lastDelivery;
+  return {
+    Url: callback.url,
+    LastDelivery: last && {
+      Attempt: last.attempt,
+      At: last.at,
+      StatusCode: last.statusCode,
+      Error: last.error,
+      Delivered: last.delivered,
+      NextAttemptAt: last.nextAttemptAt,
+    },
   };
 }

@@ -124,10 +124,24 @@ const QueryParameters = z
     example: { region: "north", min: 10 },
   });
 
+const QueryCallback = z
+  .object({
+    Url: z.string().openapi({
+      description:
+        "Where to POST the completion webhook: https, the default port, a public host name (no IP address, loopback or private name, no user name or password); development mode also accepts http or https to a loopback host",
+      example: "https://hooks.example.com/dqs",
+    }),
+  })
+  .openapi("QueryCallback", {
+    description:
+      "A completion webhook (experimental): when the query succeeds, fails or is cancelled, the service POSTs its status Data (as GET /query/{QueryId}/status answers it) as JSON to Url, signed per Standard Webhooks with your secret (GET /me/webhook-secret): headers webhook-id (the QueryId), webhook-timestamp and webhook-signature. A delivery fails without a 2xx answer within 10 s (redirects are not followed) and is tried again after 10 s, 1 min, 5 min, 30 min and 2 h; the status's Callback shows the last attempt.",
+  });
+
 export const SqlRequest = z
   .object({
     Sql: z.string().openapi({ description: "A select query", example: "SELECT 1" }),
     Parameters: QueryParameters.optional(),
+    Callback: QueryCallback.optional(),
   })
   .openapi("SqlRequest");
 
@@ -163,6 +177,27 @@ const QueryStatusData = z
       description:
         "Which engine ran the query: sql.js (data loaded into the engine Worker) or the table store of its largest data item; null until it ran",
     }),
+    Callback: z
+      .object({
+        Url: z.string(),
+        LastDelivery: z
+          .object({
+            Attempt: z.number().int().openapi({ description: "1 for the first attempt; at most 6" }),
+            At: DateTime,
+            StatusCode: z.number().int().nullable().openapi({
+              description: "The receiver's HTTP status; null when it gave none (unreachable, no answer within 10 s)",
+            }),
+            Error: z.string().nullable().openapi({ description: "Why the attempt failed; null when delivered" }),
+            Delivered: z.boolean().openapi({ description: "The receiver answered 2xx" }),
+            NextAttemptAt: DateTime.nullable().openapi({
+              description: "When it is tried again; null when delivered or given up",
+            }),
+          })
+          .nullable()
+          .openapi({ description: "The latest attempt to deliver the completion webhook; null before the first" }),
+      })
+      .nullable()
+      .openapi({ description: "The completion webhook it was submitted with (experimental); null without" }),
   })
   .openapi("QueryStatus");
 
@@ -213,6 +248,17 @@ export const QueryListResponse = withData(
     QueryCount: z.number().int(),
     QueryList: z.array(QueryStatusData),
     NextCursor: z.string().nullable().openapi({ description: "Pass as `cursor` for the next page; null on the last" }),
+  }),
+);
+
+export const WebhookSecretResponse = withData(
+  "WebhookSecretResponse",
+  z.object({
+    Secret: z.string().openapi({
+      description:
+        "The secret your completion webhooks are signed with (Standard Webhooks: whsec_ and base64 of 32 bytes); give it to your receiver's verifier",
+      example: "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw",
+    }),
   }),
 );
 

@@ -1,3 +1,4 @@
+import { settings } from "../config";
 import { requestMissingPreparation } from "../query/prepare-item";
 import { purgeExpiredResults } from "../query/retention";
 import { storeEmptier } from "../query/store/store-state";
@@ -27,6 +28,10 @@ export async function runMaintenance(env: Env): Promise<void> {
     env.DB.prepare("DELETE FROM dev_idp_codes WHERE expires_at <= ?").bind(now),
     env.DB.prepare("DELETE FROM login_codes WHERE expires_at <= ?").bind(now),
     env.DB.prepare("DELETE FROM refresh_tokens WHERE expires_at <= ?").bind(now),
+    // Attempts to deliver a completion webhook are kept as long as query results.
+    env.DB.prepare("DELETE FROM webhook_deliveries WHERE at <= ?").bind(
+      isoSeconds(nowSeconds() - settings(env).query.resultRetentionSeconds),
+    ),
   ]);
   const rows = expired.reduce((sum, result) => sum + result.meta.changes, 0);
   const results = await purgeExpiredResults(env);

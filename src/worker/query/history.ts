@@ -3,9 +3,11 @@ import type { Parameters } from "./sql/parameters";
 
 /**
  * The D1 table `queries`: each user's history of queries. A row is written
- * when a query is submitted (owner, SQL and parameters, creation time, Idempotency-Key),
+ * when a query is submitted (owner, SQL and parameters, creation time, Idempotency-Key,
+ * Callback URL),
  * and once more when the query ends, by its Durable Object (`recordEnd`);
- * the cron then only takes the result away (`recordResultDeleted`).
+ * the cron then only takes the result away (`recordResultDeleted`). A
+ * query's completion webhook attempts (webhook_deliveries) are read with it.
  */
 
 interface Row {
@@ -26,10 +28,16 @@ interface Row {
   result_key: string | null;
   result_columns: string | null;
   expires_at: string | null;
+  callback_url: string | null;
+  /** The latest row of webhook_deliveries, as JSON. */
+  last_delivery: string | null;
 }
 
 const COLUMNS = `id, user_id, sql, parameters, created_at, status, message, updated_at, size, row_count, bytes_loaded,
-  peak_memory_bytes, timings, engine, result_key, result_columns, expires_at`;
+  peak_memory_bytes, timings, engine, result_key, result_columns, expires_at, callback_url,
+  (SELECT json_object('attempt', attempt, 'at', at, 'statusCode', status_code, 'error', error,
+     'delivered', json(iif(delivered, 'true', 'false')), 'nextAttemptAt', next_attempt_at)
+   FROM webhook_deliveries WHERE query_id = queries.id ORDER BY attempt DESC LIMIT 1) AS last_delivery`;
 
 function fromRow(row: Row): QueryRow {
   return {
@@ -52,18 +60,26 @@ function fromRow(row: Row): QueryRow {
       resultColumns: row.result_columns === null ? null : JSON.parse(row.result_columns),
       expiresAt: row.expires_at,
     },
+    callback:
+      row.callback_url === null
+        ? null
+        : {
+            url: row.callback_url,
+            lastDelivery: row.last_delivery === null ? null : JSON.parse(row.last_delivery),
+          },
   };
 }
 
 /** Records a submitted query; false when its Idempotency-Key is already taken (a concurrent submit won). */
 export async function insertQuery(
   db: D1Database,
-  row: Omit<QueryRow, "end">,
+  row: Omit<QueryRow, "end" | "callback"> & { callback?: QueryRow["callback"] },
   idempotencyKey: string | null,
 ): Promise<boolean> {
   const inserted = await db
     .prepare(
-      `INSERT INTO queries (id, user_id, sql, parameters, idempotency_key, created_at) VALUES (?, ?, ?, ?, ?, ?)
+      `INSERT INTO queries (id, user_id, sql, parameters, idempotency_key, created_at, callback_url)
+       VALUES (?, ?, ?, ?, ?, ?, ?)
        ON CONFLICT DO NOTHING`,
     )
     .bind(
@@ -73,6 +89,7 @@ export async function insertQuery(
       row.parameters === null ? null : JSON.stringify(row.parameters),
       idempotencyKey,
       row.createdAt,
+      row.callback?.url ?? null,
     )
     .run();
   return inserted.meta.changes === 1;

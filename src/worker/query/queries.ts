@@ -44,8 +44,10 @@ export type SubmitResult =
  * line refuses it and keeps nothing. A submit that fails part way takes back
  * what it did (`not_queued`), so trying again can succeed. With an
  * idempotency key, a retried submit of the same SQL and parameters returns
- * the first query instead of a new one, and finishes submitting it if an
- * earlier attempt failed before its Durable Object had it.
+ * the first query instead of a new one (with its Callback), and finishes
+ * submitting it if an earlier attempt failed before its Durable Object had
+ * it. `callback` is a URL the SSRF guard accepted
+ * (src/worker/webhooks/callback-url.ts).
  */
 export async function submitQuery(
   env: Env,
@@ -54,6 +56,7 @@ export async function submitQuery(
   idempotencyKey: string | null,
   limits: QueryLimits,
   share: FairShare,
+  callback: { url: string } | null = null,
 ): Promise<SubmitResult> {
   if (idempotencyKey) {
     const earlier = await findByIdempotencyKey(env.DB, principal.userId, idempotencyKey);
@@ -66,6 +69,7 @@ export async function submitQuery(
     sql: query.sql,
     parameters: query.parameters,
     createdAt: new Date().toISOString(),
+    callback: callback && { url: callback.url, lastDelivery: null },
   };
   if (!(await insertQuery(env.DB, row, idempotencyKey))) {
     // Another request with the same key won the race; if it has taken its row back since, this one is tried again.
@@ -98,7 +102,12 @@ async function enqueue(env: Env, row: QueryRow, limits: QueryLimits, share: Fair
   const { queryId, ownerUserId } = row;
   let reached: "row" | "state" | "line" = "row";
   try {
-    const { created, record } = await queryStub(env, queryId).create({ queryId, ownerUserId, limits });
+    const { created, record } = await queryStub(env, queryId).create({
+      queryId,
+      ownerUserId,
+      limits,
+      callback: row.callback !== null,
+    });
     if (!created) return { ok: true, queryId, status: record.status, replayed: true };
     reached = "state";
     // After create: once in line, the query may be sent by another query's end, and must exist to be claimed.

@@ -1,6 +1,7 @@
 import type { DataTypeName } from "../ingest/value-types";
 import { isoSeconds } from "../util/time";
 import type { Parameters } from "./sql/parameters";
+import type { QueryCallback } from "../webhooks/completion";
 
 /** The states of a query (DECISIONS §7). */
 export type QueryStatus = "queued" | "running" | "succeeded" | "failed" | "cancelled";
@@ -77,6 +78,8 @@ export interface QueryRow {
   createdAt: string;
   /** Null while the query lives: its Durable Object (QueryState) holds its state until it ends. */
   end: QueryEnd | null;
+  /** The completion webhook it was submitted with, and its latest delivery attempt; null without. */
+  callback: QueryCallback | null;
 }
 
 /** A query as its owner sees it: its row, with where it stands. */
@@ -87,6 +90,7 @@ export interface QueryRecord extends QueryProgress {
   parameters: Parameters | null;
   /** The row's creation time at whole seconds, like every time on the wire. */
   createdAt: string;
+  callback: QueryCallback | null;
 }
 
 export function queryRecord(row: QueryRow, progress: QueryProgress): QueryRecord {
@@ -108,6 +112,7 @@ export function queryRecord(row: QueryRow, progress: QueryProgress): QueryRecord
     resultKey: progress.resultKey,
     resultColumns: progress.resultColumns,
     expiresAt: progress.expiresAt,
+    callback: row.callback,
   };
 }
 

@@ -1,6 +1,7 @@
 import { DurableObject } from "cloudflare:workers";
 import { isoSeconds, nowSeconds } from "../util/time";
 import type { QueryLimits } from "../config";
+import { enqueueCompletion } from "../webhooks/completion";
 import { recordEnd } from "./history";
 import {
   FINISHED,
@@ -34,6 +35,10 @@ export interface LiveQuery {
   figures: QueryFigures | null;
   /** Its D1 row holds how it ended: from then on the row answers for it. */
   published: boolean;
+  /** It was submitted with a Callback: once published, its end goes to the webhook queue (absent on older records). */
+  callback?: boolean;
+  /** Its end has been handed to the webhook queue. */
+  announced?: boolean;
 }
 
 /** A step that may be refused: the state after it, or the state that refused it (null: no such query). */
@@ -130,7 +135,22 @@ export class QueryState extends DurableObject<Env> {
     }
     const published = { ...record, figures: null, published: true };
     await this.ctx.storage.put(KEY, published);
-    return published;
+    return this.announce(published);
+  }
+
+  /**
+   * Hands a published end to the webhook queue (src/worker/webhooks), once;
+   * the delivery reads the D1 row. If the queue refuses, the alarm tries again.
+   */
+  private async announce(record: LiveQuery): Promise<LiveQuery> {
+    if (!record.callback || record.announced || !record.published) return record;
+    if (!(await enqueueCompletion(this.env, record.queryId))) {
+      await this.ctx.storage.setAlarm(Date.now() + PUBLISH_RETRY_MS);
+      return record;
+    }
+    const announced = { ...record, announced: true };
+    await this.ctx.storage.put(KEY, announced);
+    return announced;
   }
 
   /** Tells the owner's share (UserQueries) about the query; a failure only delays the slot (its lease). */
@@ -147,11 +167,14 @@ export class QueryState extends DurableObject<Env> {
     queryId: string;
     ownerUserId: string;
     limits: QueryLimits;
+    callback?: boolean;
   }): Promise<{ created: boolean; record: LiveQuery }> {
     const existing = await this.load();
     if (existing) return { created: false, record: existing };
     const record: LiveQuery = {
       ...init,
+      callback: init.callback ?? false,
+      announced: false,
       status: "queued",
       message: "Queued; waiting for a worker to run it.",
       updatedAt: isoSeconds(nowSeconds()),
@@ -272,7 +295,8 @@ export class QueryState extends DurableObject<Env> {
   /**
    * The watchdog: a query still running past its time limit failed (its
    * consumer died or hung); a query still queued is recovered if it was lost;
-   * an end the D1 row could not take is written again.
+   * an end the D1 row could not take is written again, and one the webhook
+   * queue could not take is handed to it again.
    */
   override async alarm(): Promise<void> {
     const record = await this.load();
@@ -292,6 +316,7 @@ export class QueryState extends DurableObject<Env> {
       return;
     }
     if (!record.published) await this.publish(record);
+    else await this.announce(record);
   }
 }
 
@@ -299,5 +324,5 @@ export class QueryState extends DurableObject<Env> {
 const WATCHDOG_GRACE_MS = 30_000;
 /** How often a query still queued checks that it is not lost (a request that died between its steps, say). */
 const QUEUED_CHECK_MS = 10 * 60_000;
-/** After a failed write of its end to D1, the object tries again this much later. */
+/** After a failed write of its end to D1 (or to the webhook queue), the object tries again this much later. */
 const PUBLISH_RETRY_MS = 30_000;

@@ -6,6 +6,7 @@ import { cancelOwnQuery, findOwnQuery, listOwnQueries, submitQuery, waitForEnd, 
 import { queryTextProblem } from "../../query/query-text";
 import { resultSchemaString } from "../../query/result-schema";
 import { downloadLocation } from "../../storage/download-location";
+import { checkCallbackUrl } from "../../webhooks/callback-url";
 import type { AppContext } from "../context";
 import { decodeCursor, encodeCursor } from "../cursor";
 import { ApiError, badRequest, notFound } from "../errors";
@@ -67,7 +68,7 @@ queryRoutes.openapi(
       ...errorResponses(
         [
           400,
-          "No JSON body, no Sql string, empty or over-long text, Parameters that do not match the placeholders, or an Idempotency-Key reused with other SQL or Parameters",
+          "No JSON body, no Sql string, empty or over-long text, Parameters that do not match the placeholders, an Idempotency-Key reused with other SQL or Parameters, or a Callback.Url the webhook rules refuse (the message names the rule)",
         ],
         [401, "Missing or invalid access token"],
         [
@@ -79,10 +80,12 @@ queryRoutes.openapi(
     },
   }),
   async (c) => {
-    const { Sql, Parameters = null } = c.req.valid("json");
+    const { Sql, Parameters = null, Callback } = c.req.valid("json");
     const limits = c.get("config").query;
     const problem = queryTextProblem({ sql: Sql, parameters: Parameters }, limits.maxSqlLength);
     if (problem) throw badRequest(problem);
+    const callback = Callback ? checkCallbackUrl(Callback.Url, c.get("config").development) : null;
+    if (callback && !callback.ok) throw badRequest(callback.message);
     const headers = c.req.valid("header");
     const submitted = await submitQuery(
       c.env,
@@ -91,6 +94,7 @@ queryRoutes.openapi(
       headers["idempotency-key"] ?? null,
       limits,
       c.get("config").fairShare,
+      callback && { url: callback.url },
     );
     if (!submitted.ok) {
       if (submitted.reason === "idempotency_conflict")
