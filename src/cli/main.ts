@@ -5,6 +5,7 @@ import { authCommands } from "./commands/auth";
 import { dataCommands } from "./commands/data";
 import { datasetCommands } from "./commands/datasets";
 import { queryCommands } from "./commands/query";
+import { webhookCommands } from "./commands/webhooks";
 import { InvalidQueryError, UsageError, type GlobalOptions } from "./context";
 import { LoginFailedError } from "./loopback";
 import { json } from "./output";
@@ -27,6 +28,7 @@ export function buildProgram(): Command {
   datasetCommands(program);
   dataCommands(program);
   queryCommands(program);
+  webhookCommands(program);
   return program;
 }
 

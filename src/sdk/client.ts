@@ -40,6 +40,8 @@ export interface QueryOptions {
   /** Called with each status seen while waiting (for a spinner). */
   onStatus?: (status: QueryStatus) => void;
   signal?: AbortSignal;
+  /** A URL the service POSTs a signed completion webhook to when the query ends (see webhookSecret()). */
+  callback?: string;
 }
 
 /** A succeeded query's result (or its first rows) as rows, typed by its result schema. */
@@ -295,16 +297,23 @@ export class DqsClient {
 
   // --- queries ------------------------------------------------------------
 
-  /** POST /query: submits SQL; the query runs asynchronously. `waitSeconds` (≤ 30) holds the answer until it ends. */
+  /**
+   * POST /query: submits SQL; the query runs asynchronously. `waitSeconds` (≤ 30) holds the answer until it ends;
+   * `callback` is a URL to POST the signed completion webhook to.
+   */
   async submitQuery(
     sql: string,
-    options: { idempotencyKey?: string; waitSeconds?: number; parameters?: QueryParameters } = {},
+    options: { idempotencyKey?: string; waitSeconds?: number; parameters?: QueryParameters; callback?: string } = {},
   ): Promise<{ queryId: string; message: string }> {
     const headers: Record<string, string> = {};
     if (options.idempotencyKey) headers["idempotency-key"] = options.idempotencyKey;
     if (options.waitSeconds) headers.prefer = `wait=${Math.floor(options.waitSeconds)}`;
     const { body } = await this.transport.json("post", "/query", {
-      body: { Sql: sql, Parameters: options.parameters },
+      body: {
+        Sql: sql,
+        Parameters: options.parameters,
+        Callback: options.callback === undefined ? undefined : { Url: options.callback },
+      },
       headers,
     });
     return { queryId: body.Data.QueryId, message: body.Status.Message };
@@ -320,6 +329,18 @@ export class DqsClient {
       body: { Sql: sql, Parameters: options.parameters },
     });
     return body.Data;
+  }
+
+  /** GET /me/webhook-secret (experimental): the secret your completion webhooks are signed with (created on first use). */
+  async webhookSecret(): Promise<string> {
+    const { body } = await this.transport.json("get", "/me/webhook-secret");
+    return body.Data.Secret;
+  }
+
+  /** POST /me/webhook-secret/rotate (experimental): a new secret; webhooks carry the old one's signature for a day more. */
+  async rotateWebhookSecret(): Promise<string> {
+    const { body } = await this.transport.json("post", "/me/webhook-secret/rotate");
+    return body.Data.Secret;
   }
 
   /** GET /query/{QueryId}/status. */
@@ -418,6 +439,7 @@ export class DqsClient {
       parameters: options.parameters,
       idempotencyKey: options.idempotencyKey ?? crypto.randomUUID(),
       waitSeconds: Math.min(SUBMIT_WAIT_SECONDS, Math.floor(wait)),
+      callback: options.callback,
     });
     return this.waitForQuery(queryId, { ...options, wait });
   }

@@ -13,6 +13,8 @@ export type QueryStatus = Schemas["QueryStatus"];
 export type QueryState = QueryStatus["Status"];
 export type QueryParameters = Schemas["QueryParameters"];
 export type QueryValidation = Schemas["QueryValidationResponse"]["Data"];
+/** The latest attempt to deliver a query's completion webhook, as its status shows it. */
+export type WebhookDelivery = NonNullable<NonNullable<QueryStatus["Callback"]>["LastDelivery"]>;
 export type DatasetSettings = Schemas["DatasetSettings"];
 export type Permission = Schemas["GrantRequest"]["Permission"];
 export type JwtData = Schemas["JwtResponse"]["Data"];

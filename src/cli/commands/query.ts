@@ -6,7 +6,7 @@ import { randomBytes } from "node:crypto";
 import { pipeline } from "node:stream/promises";
 import { Readable } from "node:stream";
 import ora from "ora";
-import type { DqsClient, QueryParameters, QueryState, QueryStatus, QueryValidation } from "../../sdk";
+import type { DqsClient, QueryParameters, QueryState, QueryStatus, QueryValidation, WebhookDelivery } from "../../sdk";
 import { Context, InvalidQueryError, UsageError } from "../context";
 import { bytes, details, hiddenNote, json, layoutTable, oneLine, table, terminalWidth } from "../output";
 import { collectParam, parametersFrom } from "../parameters";
@@ -20,6 +20,7 @@ interface QueryCommandOptions {
   format?: Format;
   limit?: string;
   param: string[];
+  callback?: string;
 }
 
 /** Rows a table shows when neither a terminal nor --limit says how many. */
@@ -40,6 +41,7 @@ export function queryCommands(program: Command): void {
     .option("--no-wait", "only submit the query and print its id")
     .option("--param <value>", PARAM_HELP, collectParam, [])
     .option("-o, --output <file>", "write the result to this file")
+    .option("--callback <url>", "POST a signed completion webhook to this URL when the query ends (experimental)")
     .option(
       "--limit <n>",
       `table format: show at most this many rows (default: a screenful at a terminal, else ${TABLE_ROWS_ELSEWHERE})`,
@@ -127,7 +129,11 @@ async function query(ctx: Context, sql: string, options: QueryCommandOptions): P
   if (limit !== undefined && !(Number.isSafeInteger(limit) && limit > 0))
     throw new UsageError("--limit must be a whole number of rows, at least 1.");
   if (options.wait === false || wait === 0) {
-    const { queryId, message } = await client.submitQuery(sql, { idempotencyKey: crypto.randomUUID(), parameters });
+    const { queryId, message } = await client.submitQuery(sql, {
+      idempotencyKey: crypto.randomUUID(),
+      parameters,
+      callback: options.callback,
+    });
     await ctx.print({ QueryId: queryId, Message: message }, () => `${queryId}\n`);
     return;
   }
@@ -136,7 +142,9 @@ async function query(ctx: Context, sql: string, options: QueryCommandOptions): P
   if (limit !== undefined && format !== "table")
     throw new UsageError(`--limit is for the table format; ${format} holds every row (add --format table).`);
 
-  const status = await withSpinner((onStatus) => client.runQuery(sql, { wait, onStatus, parameters }));
+  const status = await withSpinner((onStatus) =>
+    client.runQuery(sql, { wait, onStatus, parameters, callback: options.callback }),
+  );
   if (format === "table") return printTable(ctx, client, status, options.output, limit);
   await writeResult(client, status, format, options.output);
   if (options.output) await ctx.note(`Wrote ${status.RowCount ?? "the"} rows (${format}) to ${options.output}.`);
@@ -288,5 +296,16 @@ function describeStatus(status: QueryStatus): string {
       t ? `queue ${t.QueueWaitMs} ms, load ${t.LoadMs} ms, execute ${t.ExecuteMs} ms, write ${t.WriteMs} ms` : "",
     ],
     ["Expires", status.ExpiresAt ?? ""],
+    ["Callback", status.Callback?.Url ?? ""],
+    ["Delivery", status.Callback ? describeDelivery(status.Callback.LastDelivery) : ""],
   ]);
+}
+
+/** The latest attempt to deliver the completion webhook, in a line. */
+function describeDelivery(last: WebhookDelivery | null): string {
+  if (!last) return "not attempted yet";
+  const answer = last.StatusCode === null ? "no answer" : `HTTP ${last.StatusCode}`;
+  if (last.Delivered) return `delivered at ${last.At} (attempt ${last.Attempt}, ${answer})`;
+  const next = last.NextAttemptAt ? `; next attempt at ${last.NextAttemptAt}` : "; given up";
+  return `attempt ${last.Attempt} failed at ${last.At}: ${last.Error ?? answer}${next}`;
 }
