@@ -148,6 +148,11 @@ describe("ingestCsv: real-world CSV", () => {
     expect(typesOf(tabs)).toEqual({ a: "STRING", b: "INTEGER" });
   });
 
+  it("should say which delimiter it read the file with", async () => {
+    expect(await ingest("a;b\n1;2\n", { dataOptions: { Delimiter: ";" } })).toMatchObject({ ok: true, delimiter: ";" });
+    expect(await ingest("a,b\n1,2\n")).toMatchObject({ ok: true, delimiter: "," });
+  });
+
   it("should read very wide rows", async () => {
     const width = 5000;
     const header = Array.from({ length: width }, (_, i) => `c${i}`).join(",");
@@ -187,6 +192,78 @@ describe("ingestCsv: real-world CSV", () => {
   });
 });
 
+describe("ingestCsv: detecting the delimiter", () => {
+  it.each([
+    ["semicolons", ";", 'id;name;price;day\n1;"Smith; J";1,5;2024-01-02\n2;Zoë;;2024-01-03\n'],
+    ["tabs", "\t", "id\tname\tprice\tday\n1\tSmith, J\t1.5\t2024-01-02\n2\tZoë\t\t2024-01-03\n"],
+    ["bars", "|", "id|name|price|day\r\n1|Smith, J|1.5|2024-01-02\r\n2|Zoë||2024-01-03\r\n"],
+  ])("should read a file separated by %s when the schema names no delimiter", async (_, delimiter, file) => {
+    for (const chunking of [1, 7, file.length]) {
+      const result = await ingest(file, {}, chunking);
+      expect(result).toMatchObject({ ok: true, rowCount: 2, delimiter });
+      expect(result.ok && result.columns.map((c) => c.Name)).toEqual(["id", "name", "price", "day"]);
+      expect(typesOf(result).day).toBe("DATE");
+    }
+  });
+
+  it("should keep the comma when the rows read the same with another delimiter", async () => {
+    const result = await ingest("a,b;c\n1,2;3\n4,5;6\n");
+    expect(result).toMatchObject({ ok: true, delimiter: "," });
+    expect(result.ok && result.columns.map((c) => c.Name)).toEqual(["a", "b;c"]);
+  });
+
+  it("should respect quotes: a delimiter inside a quoted field does not count", async () => {
+    const quotedSemicolons = await ingest('"a;b","c;d"\n"1;2","3;4"\n');
+    expect(quotedSemicolons).toMatchObject({ ok: true, delimiter: "," });
+    const quotedCommas = await ingest('name;note\n"x";"a,b,c"\n"y";"d,e"\n');
+    expect(quotedCommas).toMatchObject({ ok: true, delimiter: ";" });
+    expect(quotedCommas.ok && quotedCommas.columns.map((c) => c.Name)).toEqual(["name", "note"]);
+  });
+
+  it("should keep a one-column file whole, whatever its values hold", async () => {
+    const result = await ingest("note\na;b\nc;d|e\n");
+    expect(result).toMatchObject({ ok: true, delimiter: ",", rowCount: 2 });
+    expect(typesOf(result)).toEqual({ note: "STRING" });
+  });
+
+  it("should fall back to the comma when no delimiter splits every row alike", async () => {
+    expect(await ingest("a;b\n1;2;3\n4\n")).toMatchObject({
+      ok: true,
+      delimiter: ",",
+      columns: [column("a;b", "STRING")],
+    });
+  });
+
+  it("should detect it in a file without a header, a header-only file and a gzipped one", async () => {
+    const headless = await ingest("1;x\n2;y\n", { dataOptions: { Header: false } });
+    expect(typesOf(headless)).toEqual({ column_1: "INTEGER", column_2: "STRING" });
+    expect(await ingest("a\tb")).toMatchObject({ ok: true, delimiter: "\t", rowCount: 0 });
+    expect(await ingest(await gzip(utf8("\uFEFFa|b\n1|2\n")))).toMatchObject({ ok: true, delimiter: "|" });
+  });
+
+  it("should skip blank lines before the header and decide on the first rows", async () => {
+    const rows = Array.from({ length: 30 }, (_, i) => `${i};x`).join("\r\n");
+    const result = await ingest(`\r\n\r\na;b\r\n${rows}\r\n1;2;3\r\n`);
+    // The odd row far below the first ones is reported, not read as one column.
+    expect(failureOf(result).message).toBe(
+      "Cannot generate a TableDefinition from the file: row 31 has 3 fields, expected 2.",
+    );
+  });
+
+  it("should pick the delimiter that gives the TableDefinition's number of columns", async () => {
+    const file = "a;b;c|d\n1;2;3|4\n";
+    const three = table(column("a", "STRING"), column("b", "STRING"), column("c", "STRING"));
+    expect(await ingest(file, { tableDefinition: three })).toMatchObject({ ok: true, delimiter: ";" });
+    const two = table(column("a", "STRING"), column("b", "INTEGER"));
+    expect(await ingest(file, { tableDefinition: two })).toMatchObject({ ok: true, delimiter: "|" });
+  });
+
+  it("should use the schema's delimiter when it names one, even if another splits the file", async () => {
+    const result = await ingest("a;b\n1;2\n", { dataOptions: { Delimiter: "," } });
+    expect(result).toMatchObject({ ok: true, delimiter: ",", columns: [column("a;b", "STRING")] });
+  });
+});
+
 describe("ingestCsv: checking against a TableDefinition", () => {
   it("should accept a file that matches", async () => {
     const file = "id,name,score,born\n1,Ann,1.5,2000-01-01\n2,,,\n";
@@ -196,6 +273,7 @@ describe("ingestCsv: checking against a TableDefinition", () => {
       rowCount: 2,
       columns: PEOPLE.Columns,
       deliveryType: "RAW",
+      delimiter: ",",
       decompressedBytes: file.length,
     });
   });

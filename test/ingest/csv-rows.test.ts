@@ -1,4 +1,5 @@
 import { describe, expect, it } from "vitest";
+import type { DelimiterDetection } from "../../src/worker/ingest/csv-delimiter";
 import { CsvRowReader, type ReadRows, type RowBatch, type RowsSink } from "../../src/worker/ingest/csv-rows";
 import type { WorkCounter } from "../../src/worker/ingest/work-counter";
 
@@ -10,7 +11,7 @@ function rowsOf(read: ReadRows): string[][] {
 }
 
 /** Feeds `pieces` one by one, parsing after each (flush), and returns every row. */
-function readPieces(pieces: readonly string[], delimiter = ",", flush = true): string[][] {
+function readPieces(pieces: readonly string[], delimiter: string | DelimiterDetection = ",", flush = true): string[][] {
   const reader = new CsvRowReader(delimiter, MAX_ROW);
   const rows: string[][] = [];
   for (const piece of pieces) rows.push(...rowsOf(reader.push(piece, flush)));
@@ -50,6 +51,31 @@ describe("CsvRowReader", () => {
         expect(readPieces(splitsAt(CRLF_FILE, first, second)), `cuts at ${first}, ${second}`).toEqual(CRLF_ROWS);
       }
     }
+  });
+
+  it("should detect the delimiter and give the same rows wherever the file is cut, without flushing", () => {
+    const file = 'id;name;note\r\n1;"Smith; J";"said ""hi""\r\nthen left"\r\n2;Zoë ✓;\r\n';
+    const rows = [
+      ["id", "name", "note"],
+      ["1", "Smith; J", 'said "hi"\r\nthen left'],
+      ["2", "Zoë ✓", ""],
+    ];
+    for (let cut = 0; cut <= file.length; cut++) {
+      expect(readPieces(splitsAt(file, cut), {}, false), `cut at ${cut}`).toEqual(rows);
+      expect(readPieces(splitsAt(file, cut), {}, true), `cut at ${cut}, flushed`).toEqual(rows);
+    }
+    const reader = new CsvRowReader({}, MAX_ROW);
+    reader.push(file);
+    expect(reader.delimiterInUse).toBeUndefined();
+    reader.end();
+    expect(reader.delimiterInUse).toBe(";");
+  });
+
+  it("should detect the delimiter once the first rows are in, before the file ends", () => {
+    const reader = new CsvRowReader({}, MAX_ROW);
+    const head = "a\tb\n" + "1\t2\n".repeat(30);
+    expect(rowsOf(reader.push(head, true)).length).toBe(31);
+    expect(reader.delimiterInUse).toBe("\t");
   });
 
   it("should give the same rows when fed one character at a time", () => {

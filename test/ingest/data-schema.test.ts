@@ -48,10 +48,10 @@ describe("parseSchemaPart", () => {
     });
   });
 
-  it("should fill in every default for an empty object", () => {
+  it("should fill in every default for an empty object, leaving the delimiter to be detected", () => {
     expect(schemaOf({})).toEqual({
       SchemaVersion: "1.0",
-      DataSpecification: { FormatType: "CSV", DataOptions: { Header: true, Delimiter: "," } },
+      DataSpecification: { FormatType: "CSV", DataOptions: { Header: true } },
     });
   });
 
@@ -129,7 +129,7 @@ describe("parseSchemaPart", () => {
       },
     };
     expect(messageOf(JSON.stringify(schema))).toBe(
-      "Schema.TableDefinition.Columns[0].DataType.DataTypeOptions: unknown field 'nullable' (did you mean 'Nullable'?); allowed: Nullable",
+      "Schema.TableDefinition.Columns[0].DataType.DataTypeOptions: unknown field 'nullable' (did you mean 'Nullable'?); allowed: Nullable, StoredAs",
     );
     expect(messageOf(JSON.stringify({ Extra: 1, Other: 2 }))).toBe(
       "Schema: unknown fields 'Extra', 'Other'; allowed: SchemaVersion, TableDefinition, DataSpecification",
@@ -147,6 +147,40 @@ describe("parseSchemaPart", () => {
     );
     expect(messageOf(JSON.stringify({ DataSpecification: { DataOptions: { Header: 1 } } }))).toBe(
       "Schema.DataSpecification.DataOptions.Header: expected true or false, got number 1",
+    );
+  });
+
+  it("should accept the StoredAs the service writes, and not keep it", () => {
+    const schema = schemaOf({
+      TableDefinition: {
+        Columns: [
+          {
+            Name: "at",
+            DataType: { DataType: "TIMESTAMP", DataTypeOptions: { StoredAs: "YYYY-MM-DDTHH:MM:SS[.fff][Z]" } },
+          },
+          { Name: "day", DataType: { DataType: "date", DataTypeOptions: { Nullable: false, StoredAs: "YYYY-MM-DD" } } },
+          { Name: "ok", DataType: { DataType: "BOOLEAN", DataTypeOptions: { StoredAs: null } } },
+        ],
+      },
+    });
+    expect(schema.TableDefinition?.Columns.map((column) => column.DataType)).toEqual([
+      { DataType: "TIMESTAMP", DataTypeOptions: { Nullable: true } },
+      { DataType: "DATE", DataTypeOptions: { Nullable: false } },
+      { DataType: "BOOLEAN", DataTypeOptions: { Nullable: true } },
+    ]);
+  });
+
+  it("should refuse a StoredAs that is not how the type is stored", () => {
+    const column = (DataType: string, StoredAs: string) => ({
+      TableDefinition: { Columns: [{ Name: "c", DataType: { DataType, DataTypeOptions: { StoredAs } } }] },
+    });
+    expect(messageOf(JSON.stringify(column("TIMESTAMP", "YYYY-MM-DD HH:MM:SS")))).toBe(
+      "Schema.TableDefinition.Columns[0].DataType.DataTypeOptions.StoredAs: TIMESTAMP values are stored as " +
+        "'YYYY-MM-DDTHH:MM:SS[.fff][Z]'; StoredAs only reports it and cannot change it (leave it out)",
+    );
+    expect(messageOf(JSON.stringify(column("STRING", "text")))).toBe(
+      "Schema.TableDefinition.Columns[0].DataType.DataTypeOptions.StoredAs: STRING values are stored as written; " +
+        "StoredAs only reports how BOOLEAN, DATE, TIMESTAMP are stored (leave it out)",
     );
   });
 
@@ -223,28 +257,52 @@ describe("tableDefinitionToCheck", () => {
 });
 
 describe("serializeSchema", () => {
-  it("should write the canonical JSON with the generated table and detected delivery type", () => {
-    const stored = completeSchema(
-      schemaOf({ DataSpecification: { DeliveryType: "RAW", DataOptions: { Delimiter: ";" } } }),
-      {
-        columns: [
-          { Name: "id", DataType: { DataType: "INTEGER", DataTypeOptions: { Nullable: true } } },
-          { Name: "when", DataType: { DataType: "DATE", DataTypeOptions: { Nullable: true } } },
-        ],
-        deliveryType: "GZIP",
-      },
-    );
+  it("should write the canonical JSON with the generated table, detected delivery type and delimiter", () => {
+    const stored = completeSchema(schemaOf({ DataSpecification: { DeliveryType: "RAW" } }), {
+      columns: [
+        { Name: "id", DataType: { DataType: "INTEGER", DataTypeOptions: { Nullable: true } } },
+        { Name: "when", DataType: { DataType: "DATE", DataTypeOptions: { Nullable: true } } },
+      ],
+      deliveryType: "GZIP",
+      delimiter: ";",
+    });
     expect(serializeSchema(stored)).toBe(
       '{"SchemaVersion":"1.0","TableDefinition":{"Columns":[' +
         '{"Name":"id","DataType":{"DataType":"INTEGER","DataTypeOptions":{"Nullable":true}}},' +
-        '{"Name":"when","DataType":{"DataType":"DATE","DataTypeOptions":{"Nullable":true}}}]},' +
+        '{"Name":"when","DataType":{"DataType":"DATE","DataTypeOptions":{"Nullable":true,"StoredAs":"YYYY-MM-DD"}}}]},' +
         '"DataSpecification":{"FormatType":"CSV","DeliveryType":"GZIP","DataOptions":{"Header":true,"Delimiter":";"}}}',
     );
   });
 
+  it("should say how BOOLEAN, DATE and TIMESTAMP values are stored, and nothing for the other types", () => {
+    const schema = schemaOf({
+      TableDefinition: columns("STRING", "INTEGER", "DOUBLE", "BOOLEAN", "DATE", "TIMESTAMP"),
+    });
+    const stored = completeSchema(schema, {
+      columns: schema.TableDefinition!.Columns,
+      deliveryType: "RAW",
+      delimiter: ",",
+    });
+    const written = JSON.parse(serializeSchema(stored)) as {
+      TableDefinition: { Columns: { DataType: { DataTypeOptions: Record<string, unknown> } }[] };
+    };
+    expect(written.TableDefinition.Columns.map((column) => column.DataType.DataTypeOptions.StoredAs)).toEqual([
+      undefined,
+      undefined,
+      undefined,
+      "1/0",
+      "YYYY-MM-DD",
+      "YYYY-MM-DDTHH:MM:SS[.fff][Z]",
+    ]);
+  });
+
   it("should read back to the same schema", () => {
-    const schema = schemaOf({ TableDefinition: columns("boolean", "DOUBLE") });
-    const stored = completeSchema(schema, { columns: schema.TableDefinition!.Columns, deliveryType: "RAW" });
+    const schema = schemaOf({ TableDefinition: columns("boolean", "DOUBLE", "TIMESTAMP") });
+    const stored = completeSchema(schema, {
+      columns: schema.TableDefinition!.Columns,
+      deliveryType: "RAW",
+      delimiter: "\t",
+    });
     const reread = parseSchemaPart(serializeSchema(stored));
     expect(reread).toEqual({ ok: true, schema: stored });
   });

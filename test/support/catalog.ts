@@ -18,7 +18,10 @@ export interface UploadParts {
 export interface StoredSchema {
   SchemaVersion: string;
   TableDefinition: {
-    Columns: { Name: string; DataType: { DataType: string; DataTypeOptions: { Nullable: boolean } } }[];
+    Columns: {
+      Name: string;
+      DataType: { DataType: string; DataTypeOptions: { Nullable: boolean; StoredAs?: string } };
+    }[];
   };
   DataSpecification: {
     FormatType: string;

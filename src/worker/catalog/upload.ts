@@ -24,7 +24,7 @@ import { commitDataItemVersion, ORPHAN_GRACE_SECONDS } from "./datasets";
 const UPLOAD_ABANDONED_AFTER_SECONDS = 24 * 3600;
 
 export type UploadOutcome =
-  | { ok: true; rowCount: number; size: number; columns: number; deliveryType: "RAW" | "GZIP" }
+  | { ok: true; rowCount: number; size: number; columns: number; deliveryType: "RAW" | "GZIP"; delimiter: string }
   | { ok: false; status: 400 | 413 | 415; message: string };
 
 interface StoredFile {
@@ -142,5 +142,6 @@ export async function uploadDataItem(
     size,
     columns: ingest.columns.length,
     deliveryType: ingest.deliveryType,
+    delimiter: ingest.delimiter,
   };
 }

@@ -29,7 +29,7 @@ export interface IngestLimits {
 export interface IngestOptions {
   /** The table to check the file against; without it the table is generated from the file. */
   tableDefinition?: TableDefinition;
-  /** Header row and delimiter; by default a header row and commas. */
+  /** Header row (default true) and delimiter (detected when absent, see csv-delimiter.ts). */
   dataOptions?: Partial<DataOptions>;
   limits: IngestLimits;
   /**
@@ -44,7 +44,15 @@ export interface IngestOptions {
 }
 
 export type IngestResult =
-  | { ok: true; rowCount: number; columns: Column[]; deliveryType: DeliveryType; decompressedBytes: number }
+  | {
+      ok: true;
+      rowCount: number;
+      columns: Column[];
+      deliveryType: DeliveryType;
+      /** The delimiter the file was read with: the given one, or the one detected. */
+      delimiter: string;
+      decompressedBytes: number;
+    }
   | { ok: false; status: 400 | 413; message: string; violations?: Violation[] };
 
 /**
@@ -114,9 +122,8 @@ class IngestRun {
     this.hasHeader = options.dataOptions?.Header ?? true;
     this.maxRowChars = options.limits.maxRowChars ?? DEFAULT_MAX_ROW_CHARS;
     this.router = new RowRouter(options.tableDefinition, this.hasHeader, MAX_VIOLATIONS);
-    this.rows = new CsvRowReader(options.dataOptions?.Delimiter ?? ",", this.maxRowChars, this.router, {
-      work: options.work,
-    });
+    const delimiter = options.dataOptions?.Delimiter ?? { fields: options.tableDefinition?.Columns.length };
+    this.rows = new CsvRowReader(delimiter, this.maxRowChars, this.router, { work: options.work });
   }
 
   /** Checks the size limit before looking at `bytes` at all, then reads them a step at a time. */
@@ -152,6 +159,7 @@ class IngestRun {
       rowCount: router.rowCount,
       columns,
       deliveryType: this.deliveryType,
+      delimiter: this.rows.delimiterInUse ?? ",",
       decompressedBytes: this.decompressedBytes,
     };
   }

@@ -1,3 +1,4 @@
+import { DELIMITER_CANDIDATES, DELIMITER_SAMPLE_ROWS, detectDelimiter, type DelimiterDetection } from "./csv-delimiter";
 import { FallbackParser, type Newline, type ParsedRows, type RowParser } from "./csv-fallback";
 import { RowSpans, scanPlainRows, type SpanSink } from "./csv-spans";
 import type { WorkCounter } from "./work-counter";
@@ -19,6 +20,9 @@ import type { WorkCounter } from "./work-counter";
  * one row of `maxRowChars` and its line break: no search looks further than
  * that, however large a piece is, and a longer row is refused as soon as its
  * window is full, wherever the text was cut.
+ *
+ * Without a delimiter, the reader waits for the first row and a few
+ * after it, and csv-delimiter.ts picks one there.
  *
  * With a sink, plain rows are read in place by csv-spans.ts and handed to
  * it as they are found, and every other row follows as strings, all in file
@@ -47,6 +51,8 @@ export interface ReaderOptions {
 }
 
 const MIN_PARSE_CHARS = 64 * 1024;
+/** At most this much text after the first row goes into detecting the delimiter (a few rows of a usual file). */
+const DELIMITER_SAMPLE_CHARS = 16 * 1024;
 const NO_ROWS: ReadRows = { ok: true, rows: [], malformedRows: [] };
 const TOO_LONG: ReadRows = { ok: false, reason: "row-too-long" };
 const QUOTE = 34;
@@ -57,6 +63,13 @@ const CR = 13;
 export class CsvRowReader {
   private parser: RowParser | undefined;
   private newline: Newline | undefined;
+  private chosenDelimiter: string | undefined;
+  // Until a delimiter is chosen, a quote after any candidate opens a quoted field for the line-ending scan.
+  private readonly fieldSeparators: number[];
+  private firstLineBreakAt = -1;
+  // How far the search for the delimiter sample's line breaks went, and how many it found.
+  private sampleScanAt = 0;
+  private sampleLines = 0;
   // One row of maxRowChars and its line break; known with the line ending.
   private windowChars: number;
   private batchChars: number;
@@ -78,13 +91,20 @@ export class CsvRowReader {
   private readonly makeParser: NonNullable<ReaderOptions["parser"]>;
   private readonly work: WorkCounter | undefined;
 
-  /** `maxRowChars` bounds one row's text (line break excluded), so an unclosed quote cannot hold the whole file in memory. */
+  /**
+   * `delimiter`: the file's, or what to detect it by (csv-delimiter.ts). `maxRowChars` bounds one row's text
+   * (line break excluded), so an unclosed quote cannot hold the whole file in memory.
+   */
   constructor(
-    private readonly delimiter: string,
+    private readonly delimiter: string | DelimiterDetection,
     private readonly maxRowChars: number,
     private readonly sink?: RowsSink,
     options: ReaderOptions = {},
   ) {
+    if (typeof delimiter === "string") this.chosenDelimiter = delimiter;
+    this.fieldSeparators = (typeof delimiter === "string" ? [delimiter] : DELIMITER_CANDIDATES).map((candidate) =>
+      candidate.charCodeAt(0),
+    );
     const work = options.work;
     this.work = work;
     this.makeParser = options.parser ?? ((delimiter, newline) => new FallbackParser(delimiter, newline, work));
@@ -104,9 +124,8 @@ export class CsvRowReader {
       this.joined = true;
     }
     if (this.parser === undefined) {
-      const newline = this.detectNewline(false);
-      if (newline === undefined) return this.scanAt > this.maxRowChars ? this.refuse() : NO_ROWS;
-      this.startParser(newline);
+      const start = this.startParser(false, flush);
+      if (start !== "started") return start === "too-long" ? this.refuse() : NO_ROWS;
     }
     if (!flush && this.pending.length < this.parseAt) return NO_ROWS;
     return this.parsePending() ? this.takeCollected() : this.refuse();
@@ -120,11 +139,7 @@ export class CsvRowReader {
   end(): ReadRows {
     if (this.refused) return TOO_LONG;
     if (this.stopped) return NO_ROWS;
-    if (this.parser === undefined) {
-      const newline = this.detectNewline(true);
-      if (newline === undefined && this.scanAt > this.maxRowChars) return this.refuse();
-      this.startParser(newline ?? "\n");
-    }
+    if (this.parser === undefined && this.startParser(true, true) === "too-long") return this.refuse();
     if (!this.parsePending()) return this.refuse();
     if (this.pending !== "" && !this.stopped) {
       if (this.pending.length > this.maxRowChars) return this.refuse();
@@ -142,12 +157,57 @@ export class CsvRowReader {
     return TOO_LONG;
   }
 
-  private startParser(newline: Newline): void {
-    this.newline = newline;
-    this.parser = this.makeParser(this.delimiter, newline);
+  /** The delimiter the rows are read with: the given one, or the detected one once known. */
+  get delimiterInUse(): string | undefined {
+    return this.chosenDelimiter;
+  }
+
+  /**
+   * Starts the parser once the line ending is known (and the delimiter: given, or detected on the first
+   * row and the sample after it); "wait" until the text tells, "too-long" when the first row cannot end.
+   */
+  private startParser(atEnd: boolean, flush: boolean): "started" | "wait" | "too-long" {
+    if (this.newline === undefined) {
+      const found = this.detectNewline(atEnd);
+      if (found === undefined && this.scanAt > this.maxRowChars) return "too-long";
+      if (found === undefined && !atEnd) return "wait";
+      this.newline = found ?? "\n";
+    }
+    const newline = this.newline;
+    if (this.chosenDelimiter === undefined) {
+      const sampleEnd = this.delimiterSampleEnd(atEnd || flush);
+      if (sampleEnd < 0) return "wait";
+      const whole = sampleEnd === this.pending.length;
+      const sample = whole ? this.pending : this.pending.slice(0, sampleEnd);
+      const detection = this.delimiter as DelimiterDetection;
+      this.chosenDelimiter = detectDelimiter(sample, newline, atEnd && whole, detection, this.work);
+    }
+    this.parser = this.makeParser(this.chosenDelimiter, newline);
     this.windowChars = this.maxRowChars + newline.length;
     this.batchChars = Math.min(MIN_PARSE_CHARS, this.windowChars);
     this.parseAt = this.batchChars;
+    return "started";
+  }
+
+  /**
+   * Where the text to detect the delimiter on ends: after the first row and `DELIMITER_SAMPLE_ROWS` more
+   * line breaks (quoted ones counted too: fewer rows, no harm), or `DELIMITER_SAMPLE_CHARS` after the
+   * first row, or with `final`, wherever the text ends; -1 while more text is needed. Each call goes on
+   * where the last one stopped.
+   */
+  private delimiterSampleEnd(final: boolean): number {
+    const text = this.pending;
+    const start = this.firstLineBreakAt < 0 ? text.length : this.firstLineBreakAt + this.newline!.length;
+    const full = start + DELIMITER_SAMPLE_CHARS;
+    const stop = Math.min(text.length, full);
+    const lineBreak = this.newline === "\r" ? CR : LF;
+    const from = Math.max(this.sampleScanAt, start);
+    let at = from;
+    for (; at < stop && this.sampleLines < DELIMITER_SAMPLE_ROWS; at++)
+      if (text.charCodeAt(at) === lineBreak) this.sampleLines++;
+    if (this.work) this.work.scanned += at - from;
+    this.sampleScanAt = at;
+    return this.sampleLines >= DELIMITER_SAMPLE_ROWS || at >= full || final ? at : -1;
   }
 
   /** Reads every complete row of the kept text, a window at a time; false when a row is longer than allowed. */
@@ -166,7 +226,7 @@ export class CsvRowReader {
       if (fast) {
         const scan = scanPlainRows(
           text,
-          this.delimiter,
+          this.chosenDelimiter!,
           this.newline as "\n" | "\r\n",
           this.spans,
           this.sink!,
@@ -232,7 +292,7 @@ export class CsvRowReader {
    */
   private detectNewline(atEnd: boolean): Newline | undefined {
     const text = this.pending;
-    const delimiter = this.delimiter.charCodeAt(0);
+    const separators = this.fieldSeparators;
     const end = Math.min(text.length, this.maxRowChars + 1);
     let inQuotes = this.scanInQuotes;
     let atFieldStart = this.scanAtFieldStart;
@@ -262,10 +322,13 @@ export class CsvRowReader {
         if (i + 1 < text.length) found = text.charCodeAt(i + 1) === LF ? "\r\n" : "\r";
         break;
       }
-      atFieldStart = code === delimiter;
+      atFieldStart = separators.includes(code);
     }
     if (this.work) this.work.scanned += i - from + 1;
-    if (found) return found;
+    if (found) {
+      this.firstLineBreakAt = i;
+      return found;
+    }
     this.scanAt = i;
     this.scanInQuotes = inQuotes;
     this.scanAtFieldStart = atFieldStart;

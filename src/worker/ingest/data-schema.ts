@@ -1,5 +1,5 @@
 import { z } from "zod";
-import { DATA_TYPES, type DataTypeName } from "./value-types";
+import { DATA_TYPES, STORED_AS, type DataTypeName } from "./value-types";
 import { quoteForMessage } from "./quote";
 
 /**
@@ -40,16 +40,39 @@ function nullAsAbsent<T extends z.ZodType>(schema: T) {
   return z.preprocess((value) => (value === null ? undefined : value), schema);
 }
 
+// StoredAs is what the service writes (STORED_AS): a schema read back from the service is accepted as it is.
 const DataTypeOptionsSchema = z.strictObject({
   Nullable: nullAsAbsent(z.boolean().default(true)),
+  StoredAs: nullAsAbsent(z.string().optional()),
 });
+
+const DataTypeSchema = z
+  .strictObject({
+    DataType: upperCaseEnum(DATA_TYPES, "type"),
+    DataTypeOptions: nullAsAbsent(DataTypeOptionsSchema.default({ Nullable: true })),
+  })
+  .superRefine(({ DataType, DataTypeOptions }, ctx) => {
+    const given = DataTypeOptions.StoredAs;
+    const stored = STORED_AS[DataType];
+    if (given === undefined || given === stored) return;
+    ctx.addIssue({
+      code: "custom",
+      path: ["DataTypeOptions", "StoredAs"],
+      message:
+        stored === undefined
+          ? `${DataType} values are stored as written; StoredAs only reports how ${Object.keys(STORED_AS).join(", ")} are stored (leave it out)`
+          : `${DataType} values are stored as ${quoteForMessage(stored)}; StoredAs only reports it and cannot change it (leave it out)`,
+    });
+  })
+  // Derived from the type whenever the schema is written (serializeSchema), so not kept.
+  .transform(({ DataType, DataTypeOptions }) => ({
+    DataType,
+    DataTypeOptions: { Nullable: DataTypeOptions.Nullable },
+  }));
 
 const ColumnSchema = z.strictObject({
   Name: z.string().refine((name) => name.trim() !== "", "a column name must not be empty"),
-  DataType: z.strictObject({
-    DataType: upperCaseEnum(DATA_TYPES, "type"),
-    DataTypeOptions: nullAsAbsent(DataTypeOptionsSchema.default({ Nullable: true })),
-  }),
+  DataType: DataTypeSchema,
 });
 
 const TableDefinitionSchema = z.strictObject({
@@ -89,15 +112,16 @@ const DelimiterSchema = z.string().superRefine((delimiter, ctx) => {
   }
 });
 
+// An absent Delimiter is detected from the file (csv-delimiter.ts); the stored schema always names one.
 const DataOptionsSchema = z.strictObject({
   Header: nullAsAbsent(z.boolean().default(true)),
-  Delimiter: nullAsAbsent(DelimiterSchema.default(",")),
+  Delimiter: nullAsAbsent(DelimiterSchema.optional()),
 });
 
 const DataSpecificationSchema = z.strictObject({
   FormatType: nullAsAbsent(upperCaseEnum(FORMAT_TYPES, "format").default("CSV")),
   DeliveryType: nullAsAbsent(upperCaseEnum(DELIVERY_TYPES, "delivery type").optional()),
-  DataOptions: nullAsAbsent(DataOptionsSchema.default({ Header: true, Delimiter: "," })),
+  DataOptions: nullAsAbsent(DataOptionsSchema.default({ Header: true })),
 });
 
 const SchemaVersionSchema = z.string().refine((version) => version === SCHEMA_VERSION, {
@@ -109,7 +133,7 @@ export const DataSchemaSchema = z.strictObject({
   SchemaVersion: nullAsAbsent(SchemaVersionSchema.default(SCHEMA_VERSION)),
   TableDefinition: nullAsAbsent(TableDefinitionSchema.optional()),
   DataSpecification: nullAsAbsent(
-    DataSpecificationSchema.default({ FormatType: "CSV", DataOptions: { Header: true, Delimiter: "," } }),
+    DataSpecificationSchema.default({ FormatType: "CSV", DataOptions: { Header: true } }),
   ),
 });
 
@@ -118,14 +142,14 @@ export type TableDefinition = z.output<typeof TableDefinitionSchema>;
 export type Column = TableDefinition["Columns"][number];
 export type DataOptions = DataSchema["DataSpecification"]["DataOptions"];
 
-/** A schema as stored with a data item: table and delivery type are always known. */
+/** A schema as stored with a data item: table, delivery type and delimiter are always known. */
 export interface StoredDataSchema {
   SchemaVersion: typeof SCHEMA_VERSION;
   TableDefinition: TableDefinition;
   DataSpecification: {
     FormatType: "CSV";
     DeliveryType: DeliveryType;
-    DataOptions: DataOptions;
+    DataOptions: Required<DataOptions>;
   };
 }
 
@@ -231,10 +255,10 @@ export function tableDefinitionToCheck(schema: DataSchema, forceGenerate: boolea
   return forceGenerate ? undefined : schema.TableDefinition;
 }
 
-/** Completes a parsed schema with the table and delivery type that the ingest found. */
+/** Completes a parsed schema with the table, delivery type and delimiter that the ingest found. */
 export function completeSchema(
   schema: DataSchema,
-  found: { columns: TableDefinition["Columns"]; deliveryType: DeliveryType },
+  found: { columns: TableDefinition["Columns"]; deliveryType: DeliveryType; delimiter: string },
 ): StoredDataSchema {
   return {
     SchemaVersion: SCHEMA_VERSION,
@@ -242,7 +266,7 @@ export function completeSchema(
     DataSpecification: {
       FormatType: "CSV",
       DeliveryType: found.deliveryType,
-      DataOptions: schema.DataSpecification.DataOptions,
+      DataOptions: { Header: schema.DataSpecification.DataOptions.Header, Delimiter: found.delimiter },
     },
   };
 }
@@ -257,7 +281,7 @@ export function serializeSchema(schema: StoredDataSchema): string {
         Name: column.Name,
         DataType: {
           DataType: column.DataType.DataType,
-          DataTypeOptions: { Nullable: column.DataType.DataTypeOptions.Nullable },
+          DataTypeOptions: dataTypeOptions(column),
         },
       })),
     },
@@ -267,6 +291,13 @@ export function serializeSchema(schema: StoredDataSchema): string {
       DataOptions: { Header: DataOptions.Header, Delimiter: DataOptions.Delimiter },
     },
   });
+}
+
+// The stored form is said wherever it differs from the file's (TIMESTAMP `2024-03-01 18:07` is stored `2024-03-01T18:07:00`).
+function dataTypeOptions(column: Column): { Nullable: boolean; StoredAs?: string } {
+  const storedAs = STORED_AS[column.DataType.DataType];
+  const nullable = column.DataType.DataTypeOptions.Nullable;
+  return storedAs === undefined ? { Nullable: nullable } : { Nullable: nullable, StoredAs: storedAs };
 }
 
 /** A generated column: the given name and type, nullable. */

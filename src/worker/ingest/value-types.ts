@@ -183,6 +183,17 @@ export function isTimestampText(text: string, start = 0, end = text.length): boo
   return timestampZoneStart(text, start, end) >= 0;
 }
 
+/** Whether `text` is a TIMESTAMP in its stored form (STORED_AS): `T`, seconds, and `Z` or no zone. */
+export function isStoredTimestamp(text: string): boolean {
+  const zoneAt = timestampZoneStart(text, 0, text.length);
+  return (
+    zoneAt >= 0 &&
+    text.charCodeAt(10) === UPPER_T &&
+    text.charCodeAt(16) === COLON &&
+    (zoneAt === text.length || text.charCodeAt(zoneAt) === UPPER_Z)
+  );
+}
+
 /**
  * Validates a TIMESTAMP in `text[start, end)` and returns where its zone
  * designator starts (`end` when there is none), or -1 when it is not one.
@@ -245,6 +256,18 @@ export function valueCheck(type: DataTypeName): ValueCheck {
       return isTimestampText;
   }
 }
+
+/**
+ * How BOOLEAN, DATE and TIMESTAMP values are stored, whichever accepted
+ * form the file used (see toSqlValue): what a query compares them with
+ * and what results hold. The schema says it in `DataTypeOptions.StoredAs`;
+ * the other types are stored as written.
+ */
+export const STORED_AS: Partial<Record<DataTypeName, string>> = {
+  BOOLEAN: "1/0",
+  DATE: "YYYY-MM-DD",
+  TIMESTAMP: "YYYY-MM-DDTHH:MM:SS[.fff][Z]",
+};
 
 /** A field converted for SQL: BOOLEAN as 1/0, INTEGER as number (bigint beyond 2^53), NULL for empty. */
 export type SqlValue = string | number | bigint | null;

@@ -2,7 +2,7 @@ import { createRoute, z } from "@hono/zod-openapi";
 import { findReadableDataItem, type Viewer } from "../../catalog/access";
 import { deleteDataItem, ORPHAN_GRACE_SECONDS } from "../../catalog/datasets";
 import { loadKeys } from "../../auth/keys";
-import type { StoredDataSchema } from "../../ingest/data-schema";
+import { serializeSchema, type StoredDataSchema } from "../../ingest/data-schema";
 import { parseColumnImages } from "../../query/engine/column-images";
 import { parseTableStoreState } from "../../query/store/store-state";
 import { downloadLocation } from "../../storage/download-location";
@@ -81,7 +81,7 @@ dataRoutes.openapi(
     tags: ["data"],
     summary: "The data item's schema",
     description:
-      "The stored DataSchema as a JSON string (PascalCase keys), with the TableDefinition (given or generated) and the detected DeliveryType.",
+      "The stored DataSchema as a JSON string (PascalCase keys), with the TableDefinition (given or generated), the detected DeliveryType and Delimiter, and for BOOLEAN, DATE and TIMESTAMP columns how their values are stored (DataTypeOptions.StoredAs).",
     ...authenticated,
     request: { params: DataParams },
     responses: {
@@ -95,7 +95,9 @@ dataRoutes.openapi(
   async (c) => {
     const { AccountName, DatasetName, DataName } = c.req.valid("param");
     const found = await readableItem(c.env.DB, c.get("principal"), { AccountName, DatasetName, DataName });
-    return c.json({ ...envelope(200, "OK"), Data: { Schema: found.item.schema } }, 200);
+    // Written again in the canonical form, so a schema stored before StoredAs existed says it too.
+    const schema = serializeSchema(JSON.parse(found.item.schema) as StoredDataSchema);
+    return c.json({ ...envelope(200, "OK"), Data: { Schema: schema } }, 200);
   },
 );
 

@@ -65,10 +65,12 @@ uploadRoute.post("/data/:AccountName/:DatasetName/:DataName", requireAuth, async
   if (!outcome.ok) throw new ApiError(outcome.status, outcome.message);
   // The query-ready form is built in the background; until it exists, queries read the CSV.
   await requestPreparation(c.env, { datasetId: dataset.id, name: DataName! });
+  // A delimiter other than the comma is named, so a detected one is seen at once (the schema says it too).
+  const delimiter = outcome.delimiter === "," ? "" : ` (delimiter ${JSON.stringify(outcome.delimiter)})`;
   return c.json(
     envelope(
       200,
-      `Registered ${AccountName}/${DatasetName}/${DataName}: ${outcome.rowCount} rows, ${outcome.columns} columns, ${outcome.size} bytes${outcome.deliveryType === "GZIP" ? " (gzip)" : ""}.`,
+      `Registered ${AccountName}/${DatasetName}/${DataName}: ${outcome.rowCount} rows, ${outcome.columns} columns${delimiter}, ${outcome.size} bytes${outcome.deliveryType === "GZIP" ? " (gzip)" : ""}.`,
     ),
     200,
   );
