@@ -1,7 +1,7 @@
 import { env } from "cloudflare:workers";
 import { base64url } from "jose";
 import { afterEach, beforeAll, beforeEach, describe, expect, it, vi } from "vitest";
-import { followDownload } from "../support/catalog";
+import { followDownload, schemaOf } from "../support/catalog";
 import { call, dbFailing, readEnvelope, readUnauthorized } from "../support/http";
 import { authHeader, login, type LoggedIn } from "../support/login";
 import {
@@ -10,6 +10,7 @@ import {
   consume,
   outcomeOf,
   queryGet,
+  resultText,
   seedDataset,
   serviceWith,
   stateFailing,
@@ -457,6 +458,46 @@ describe("GET /v1/query/{QueryId}/results/metadata/schema", () => {
     expect(schema.DataSpecification).toMatchObject({
       FormatType: "CSV",
       DataOptions: { Header: true, Delimiter: "," },
+    });
+  });
+
+  it("should keep a TIMESTAMP column's type and say its stored form, the form WHERE compares with", async () => {
+    const dataset = bareName("ts");
+    await seedDataset(owner.accessToken, owner.accountName, dataset, {
+      events: {
+        columns: [
+          ["id", "INTEGER"],
+          ["updated_at", "TIMESTAMP"],
+        ],
+        csv: "id,updated_at\n1,2024-03-01 18:07:14\n2,2024-03-02 09:00\n",
+      },
+    });
+    const table = `${owner.accountName}.${dataset}.events`;
+    const stored = { Nullable: true, StoredAs: "YYYY-MM-DDTHH:MM:SS[.fff][Z]" };
+    const itemSchema = await schemaOf(owner.accessToken, `${owner.accountName}/${dataset}/events`);
+    expect(itemSchema.TableDefinition.Columns.map((column) => column.DataType.DataTypeOptions)).toEqual([
+      { Nullable: true },
+      stored,
+    ]);
+
+    const asWritten = await finishedQuery(`SELECT * FROM ${table} WHERE updated_at = '2024-03-01 18:07:14'`);
+    const asStored = await finishedQuery(`SELECT * FROM ${table} WHERE updated_at >= '2024-03-01T18:07:14'`);
+
+    expect(await resultText(owner.accessToken, asWritten)).toBe("id,updated_at\n");
+    expect(await resultText(owner.accessToken, asStored)).toBe(
+      "id,updated_at\n1,2024-03-01T18:07:14\n2,2024-03-02T09:00:00\n",
+    );
+    const result = await readEnvelope<{ Schema: string }>(
+      await queryGet(owner.accessToken, asStored, "results/metadata/schema"),
+      200,
+    );
+    expect(JSON.parse(result.Data.Schema)).toMatchObject({
+      TableDefinition: {
+        Columns: [
+          { Name: "id", DataType: { DataType: "INTEGER", DataTypeOptions: { Nullable: true } } },
+          { Name: "updated_at", DataType: { DataType: "TIMESTAMP", DataTypeOptions: stored } },
+        ],
+      },
     });
   });
 

@@ -30,13 +30,13 @@ describe("query()", () => {
       ["id", "INTEGER"],
       ["name", "STRING"],
       ["amount", "DOUBLE"],
-      ["ok", "INTEGER"],
+      ["ok", "BOOLEAN"],
       ["missing", "STRING"],
       ["big", "INTEGER"],
     ]);
     expect(result.rows).toEqual([
-      { id: 1, name: "Smith, J", amount: 10.5, ok: 1, missing: null, big: 9007199254740993n },
-      { id: 2, name: null, amount: 3, ok: 0, missing: null, big: 9007199254740993n },
+      { id: 1, name: "Smith, J", amount: 10.5, ok: true, missing: null, big: 9007199254740993n },
+      { id: 2, name: null, amount: 3, ok: false, missing: null, big: 9007199254740993n },
     ]);
   });
 

@@ -1,4 +1,5 @@
 import { z } from "@hono/zod-openapi";
+import { DATA_TYPES } from "../ingest/value-types";
 
 // Wire shapes of the interface (section 2), PascalCase as it names them.
 // Everything inside the service speaks camelCase and converts at the edge.
@@ -215,9 +216,9 @@ export const QueryValidationResponse = withData(
       .array(
         z.object({
           Name: z.string(),
-          DataType: z.enum(["INTEGER", "DOUBLE", "STRING"]).nullable().openapi({
+          DataType: z.enum(DATA_TYPES).nullable().openapi({
             description:
-              "The column's type where SQLite knows it before running (a column of a data item, a CAST, a parameter); null where only the values decide (count(*), an arithmetic expression)",
+              "The column's type where SQLite knows it before running (a column of a data item, BOOLEAN, DATE and TIMESTAMP ones as the result schema keeps them; a CAST, a parameter); null where only the values decide (count(*), an arithmetic expression)",
           }),
         }),
       )

@@ -29,14 +29,18 @@ export function parseTableLayout(schemaJson: string): TableLayout {
   return tableLayout(JSON.parse(schemaJson) as StoredDataSchema);
 }
 
-/** The SQLite column type each data type is stored as (DECISIONS §5: BOOLEAN as 1/0, dates as ISO text). */
+/**
+ * The SQLite column type each data type is declared as (DECISIONS §5: BOOLEAN as 1/0, dates as ISO text).
+ * BOOLEAN, DATE and TIMESTAMP lead with their own name, so a result column's declared type tells which
+ * one it comes from (engine/declared-types.ts); the word after it gives SQLite the affinity.
+ */
 export const SQLITE_TYPE: Record<DataTypeName, string> = {
   STRING: "TEXT",
   INTEGER: "INTEGER",
   DOUBLE: "REAL",
-  BOOLEAN: "INTEGER",
-  DATE: "TEXT",
-  TIMESTAMP: "TEXT",
+  BOOLEAN: "BOOLEAN INTEGER",
+  DATE: "DATE TEXT",
+  TIMESTAMP: "TIMESTAMP TEXT",
 };
 
 /** `"name"` with inner quotes doubled: any column name is safe in SQL. */

@@ -1,21 +1,20 @@
 import type { Viewer } from "../catalog/access";
 import type { QueryLimits } from "../config";
-import type { Database } from "./sqlite";
+import type { DataTypeName } from "../ingest/value-types";
 import { imagesToFetch } from "./engine/attach-images";
+import { declaredColumnTypes, keptDataType } from "./engine/declared-types";
 import { createTable } from "./engine/load-table";
 import { chooseEngine } from "./engine/plan";
 import { columnNames, fromImages, nameOf, namingAsTheUserDid, resolve, type LoadableItem } from "./engine/evaluate-sql";
 import { findQueryItem } from "./run-claimed-query";
 import { queryTextProblem, type QueryText } from "./query-text";
-import { withTypedNulls } from "./sql/parameters";
 import { checkReadOnly } from "./sql/read-only";
-import { statementBody } from "./store/store-sql";
 import { sqliteInstanceFor } from "./sqlite";
 
 /** A result column as validation sees it: its type where SQLite knows it before running, else null. */
 export interface ValidatedColumn {
   name: string;
-  type: "INTEGER" | "DOUBLE" | "STRING" | null;
+  type: DataTypeName | null;
 }
 
 /** A data item a query names, and the bytes the query would read of it from storage. */
@@ -34,8 +33,6 @@ export interface Validation {
   dataItems: ValidatedItem[];
   engine: "sqljs" | "store" | null;
 }
-
-const VIEW = `temp."__dqs_columns"`;
 
 /**
  * What running the query would find, without running it: the same checks,
@@ -96,7 +93,8 @@ export async function validateQuery(
     const readOnly = checkReadOnly(db, resolved.sql);
     if (!readOnly.ok) return invalid(userFacing(`Failed: ${readOnly.message}.`), { dataItems, engine });
     const names = columnNames(db, resolved.sql);
-    const types = columnTypes(db, resolved.tokens && withTypedNulls(resolved.tokens, query.parameters));
+    // Types are a help; the query is valid without them.
+    const types = declaredColumnTypes(db, resolved.tokens, query.parameters).map(dataTypeOf);
     const columns = names.map((name, i) => ({ name, type: types[i] ?? null }));
     const where =
       host === null
@@ -141,31 +139,12 @@ function bytesToRead(
 }
 
 /**
- * The result columns' types as SQLite declares them for a view of the
- * query: a column of a data item keeps its declared type, a CAST or a
- * parameter gives its own, and any other expression has none (null). A view
- * may hold no placeholder, so each stands as a NULL of its value's type.
+ * The result type of a declared type: a data item's BOOLEAN, DATE or TIMESTAMP column as the result schema
+ * keeps it, else by SQLite's affinity rules; NUMERIC and none leave it to the values.
  */
-function columnTypes(db: Database, typed: ReturnType<typeof withTypedNulls> | null): ValidatedColumn["type"][] {
-  if (!typed?.ok) return [];
-  try {
-    db.run("PRAGMA query_only = 0");
-    // Only the first statement of the text is prepared, and the body was checked to be one read-only statement.
-    const create = db.prepare(`CREATE VIEW ${VIEW} AS ${statementBody(typed.sql)}`);
-    try {
-      create.step();
-    } finally {
-      create.free();
-    }
-    const info = db.exec(`PRAGMA temp.table_info("__dqs_columns")`)[0];
-    return (info?.values ?? []).map((row) => dataTypeOf(String(row[2] ?? "")));
-  } catch {
-    return []; // Types are a help; the query is valid without them.
-  }
-}
-
-/** The result type of a declared type, by SQLite's affinity rules; NUMERIC and none leave it to the values. */
 function dataTypeOf(declared: string): ValidatedColumn["type"] {
+  const kept = keptDataType(declared);
+  if (kept) return kept;
   const type = declared.toUpperCase();
   if (type.includes("INT")) return "INTEGER";
   if (/CHAR|CLOB|TEXT/.test(type)) return "STRING";

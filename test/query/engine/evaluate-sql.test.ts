@@ -79,7 +79,7 @@ describe("evaluateSql", () => {
     expect(run.control.messages).toEqual(["Running: loading a.b.people.", "Running: executing the query."]);
   });
 
-  it("should type each result column by the values it held", async () => {
+  it("should type each result column by the values it held, or as the DATE column it is", async () => {
     const run = await runEngine(
       `SELECT id, CASE WHEN id = 1 THEN 1 ELSE 2.5 END AS mixed_number,
               CASE WHEN id = 1 THEN 'x' ELSE 2 END AS mixed_text, NULL AS nothing_at_all, born
@@ -92,7 +92,7 @@ describe("evaluateSql", () => {
       "DOUBLE",
       "STRING",
       "STRING",
-      "STRING",
+      "DATE",
     ]);
   });
 

@@ -197,6 +197,58 @@ describe("a query in a table store", () => {
     await expectSameResults(sql, await runEngine(sql, ITEMS, { mode: "store" }));
   });
 
+  describe("result column types", () => {
+    const TYPED: Record<string, MemoryItem> = {
+      "a.d.typed": {
+        columns: [
+          ["id", "INTEGER"],
+          ["ok", "BOOLEAN"],
+          ["day", "DATE"],
+          ["at", "TIMESTAMP"],
+        ],
+        data: "id,ok,day,at\n1,true,2024-03-01,2024-03-01 18:07:14\n2,0,,2024-03-02T08:00:00.5+01:00\n3,,2024-03-03,\n",
+      },
+    };
+    const cases: [string, string[]][] = [
+      ["SELECT id, ok, day, at FROM a.d.typed ORDER BY id", ["INTEGER", "BOOLEAN", "DATE", "TIMESTAMP"]],
+      ["SELECT * FROM a.d.typed WHERE id = 3", ["INTEGER", "BOOLEAN", "DATE", "TIMESTAMP"]],
+      [
+        "SELECT t.day AS d, x.at FROM a.d.typed t JOIN (SELECT id, at FROM a.d.typed) x USING (id)",
+        ["DATE", "TIMESTAMP"],
+      ],
+      ["WITH c AS (SELECT ok, at FROM a.d.typed) SELECT at, ok FROM c WHERE ok IS NOT NULL", ["TIMESTAMP", "BOOLEAN"]],
+      ["SELECT day FROM a.d.typed WHERE day IS NULL", ["DATE"]],
+      [
+        "SELECT (SELECT max(id) FROM a.d.typed) AS n, (SELECT day FROM a.d.typed WHERE id = 1) AS first",
+        ["INTEGER", "DATE"],
+      ],
+      ["SELECT max(day) FROM a.d.typed", ["STRING"]],
+      [
+        "SELECT day || '', ok + 0, CAST(at AS TEXT), +day FROM a.d.typed WHERE id = 1",
+        ["STRING", "INTEGER", "STRING", "STRING"],
+      ],
+      ["SELECT day FROM a.d.typed UNION ALL SELECT '2024-13-01'", ["STRING"]],
+      ["SELECT at FROM a.d.typed UNION ALL SELECT '2024-03-01 18:07:14'", ["STRING"]],
+      ["SELECT ok FROM a.d.typed UNION ALL SELECT 2", ["INTEGER"]],
+      ["SELECT day FROM a.d.typed UNION ALL SELECT '2024-02-29'", ["DATE"]],
+      ["SELECT 'x' UNION ALL SELECT day FROM a.d.typed", ["STRING"]],
+    ];
+
+    it.each(cases)("should type the columns of %s alike in every engine", async (sql, types) => {
+      for (const mode of ["csv", "images", "store"] as const) {
+        const run = await runEngine(sql, TYPED, { mode });
+        expect(run.outcome.ok ? run.outcome.columns.map((c) => c.type) : run.outcome.message, mode).toEqual(types);
+      }
+    });
+
+    it("should hold the stored forms it names: 1/0, YYYY-MM-DD, and ISO 8601 with T, seconds and Z for a zone", async () => {
+      const run = await runEngine("SELECT id, ok, day, at FROM a.d.typed ORDER BY id", TYPED, { mode: "store" });
+      expect(run.csv).toBe(
+        "id,ok,day,at\n1,1,2024-03-01,2024-03-01T18:07:14\n2,0,,2024-03-02T07:00:00.5Z\n3,,2024-03-03,\n",
+      );
+    });
+  });
+
   it("should read nothing but its own rows when the query names one item", async () => {
     const run = await runEngine("SELECT count(*) FROM a.d.wide", ITEMS, { mode: "store" });
 

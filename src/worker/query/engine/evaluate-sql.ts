@@ -1,5 +1,6 @@
 import type { Database } from "sql.js";
 import type { QueryLimits } from "../../config";
+import type { DataTypeName } from "../../ingest/value-types";
 import type { ResultColumn } from "../query-record";
 import type { ResultTarget } from "../result/writer";
 import { Stop, transient, TransientError } from "../run-limits";
@@ -14,6 +15,7 @@ import type { StoreQuery, StoreQueryOutcome } from "../store/table-store";
 import type { QueryText } from "../query-text";
 import { AttachedImages } from "./attach-images";
 import { createSlotsTable } from "./column-images";
+import { declaredColumnTypes, keptDataType } from "./declared-types";
 import { executeStatement } from "./execute-statement";
 import { createTable, loadTable, type TableToLoad } from "./load-table";
 import { chooseEngine, type EngineChoice, type PlannedItem, type UsedColumns } from "./plan";
@@ -81,6 +83,8 @@ interface Run {
   tables: TableToLoad[];
   /** The result's column names, from the query as written (placeholders included). */
   names: string[];
+  /** The data type each result column may keep (declared-types.ts), from the check on the empty tables. */
+  declared: (DataTypeName | null)[];
 }
 
 /**
@@ -125,7 +129,18 @@ export async function evaluateSql(
       everySteps: PROGRESS_EVERY_STEPS,
       onProgress: guard.onProgress,
     });
-    const run: Run = { io, limits, clock, stats, guard, db, resolved: planned.resolved, tables: [], names: [] };
+    const run: Run = {
+      io,
+      limits,
+      clock,
+      stats,
+      guard,
+      db,
+      resolved: planned.resolved,
+      tables: [],
+      names: [],
+      declared: [],
+    };
     run.tables = planned.resolved.references.map((reference, i) => ({
       name: reference.alias,
       layout: planned.resolved.items[i]!.layout,
@@ -136,6 +151,8 @@ export async function evaluateSql(
     const readOnly = checkReadOnly(db, planned.resolved.sql);
     if (!readOnly.ok) return failed(userFacing(`Failed: ${readOnly.message}.`));
     run.names = guard.stopOnSqliteError(() => columnNames(run.db, planned.resolved.sql));
+    const declared = declaredColumnTypes(db, planned.resolved.tokens, planned.resolved.original.parameters);
+    run.declared = run.names.map((_, i) => (declared.length === run.names.length ? keptDataType(declared[i]!) : null));
     const outcome =
       planned.choice.engine === "store"
         ? await runInStore(run, planned.choice.host)
@@ -273,7 +290,7 @@ async function runInSqlJs(
     await io.control.progress("Running: executing the query.");
     const executeStarted = clock();
     guard.measure(db);
-    const statement = { ...run.resolved.bound, names: run.names };
+    const statement = { ...run.resolved.bound, names: run.names, declared: run.declared };
     const result = await executeStatement(db, statement, io.target, guard, () => (targetOpen = true));
     stats.executeMs = clock() - executeStarted - result.writeMs;
     stats.writeMs = result.writeMs;
@@ -344,7 +361,7 @@ async function load(run: Run, images: AttachedImages, created: ReturnType<typeof
  * storage is retried by the consumer).
  */
 async function runInStore(run: Run, host: number): Promise<PhaseOutcome> {
-  const { io, resolved, stats, limits, clock, names } = run;
+  const { io, resolved, stats, limits, clock, names, declared } = run;
   const hostItem = resolved.items[host]!;
   await io.control.progress(`Running: in the table store of ${nameOf(resolved.references[host]!)}.`);
   const request: StoreQuery = {
@@ -352,6 +369,7 @@ async function runInStore(run: Run, host: number): Promise<PhaseOutcome> {
     sql: resolved.bound.sql,
     values: resolved.bound.values,
     names,
+    declaredTypes: declared,
     hostAlias: resolved.references[host]!.alias,
     others: resolved.references.flatMap((reference, i) =>
       i === host

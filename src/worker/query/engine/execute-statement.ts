@@ -1,4 +1,5 @@
 import type { Database } from "sql.js";
+import type { DataTypeName } from "../../ingest/value-types";
 import type { BoundValue } from "../sql/parameters";
 import { StorageClass } from "../result/csv";
 import { ResultWriter, type ResultTarget, type WrittenResult } from "../result/writer";
@@ -7,11 +8,15 @@ import { RunGuard } from "./run-guard";
 /** How often (rows) the runner looks at the clock, the memory and cancellation while stepping. */
 const CHECK_EVERY_ROWS = 4096;
 
-/** The statement to run: its SQL, the values bound to its `?K` placeholders, and the result's column names. */
+/**
+ * The statement to run: its SQL, the values bound to its `?K` placeholders, the result's column names, and
+ * the data type each column may keep (declared-types.ts).
+ */
 export interface BoundStatement {
   sql: string;
   values: BoundValue[];
   names: string[];
+  declared: (DataTypeName | null)[];
 }
 
 /**
@@ -31,7 +36,7 @@ export async function executeStatement(
     // By position: sql.js binds a string as TEXT, a non-integer number as REAL, null as NULL.
     if (bound.values.length > 0) statement.bind(bound.values);
     const names = bound.names;
-    const writer = new ResultWriter(names, guard.limits, target);
+    const writer = new ResultWriter(names, guard.limits, target, bound.declared);
     const classes: StorageClass[] = names.map(() => StorageClass.Null);
     opened();
     await writer.header();

@@ -1,5 +1,5 @@
 import type { QueryLimits } from "../../config";
-import type { DataTypeName } from "../../ingest/value-types";
+import { isDateText, isStoredTimestamp, type DataTypeName } from "../../ingest/value-types";
 import type { ResultColumn } from "../query-record";
 import { limitStops, transient } from "../run-limits";
 import { csvField, CsvResultWriter, StorageClass } from "./csv";
@@ -24,22 +24,28 @@ const CHECK_BYTES_EVERY_ROWS = 4096;
 
 /**
  * The result writer both engines share: rows in, CSV out (one format, so the
- * same values give the same bytes whichever engine ran the query), each
- * result column typed by the storage classes its values had, and the result
- * limits (rows, bytes) enforced as it goes.
+ * same values give the same bytes whichever engine ran the query), and the
+ * result limits (rows, bytes) enforced as it goes. Each result column is
+ * typed by the storage classes its values had, or keeps the BOOLEAN, DATE
+ * or TIMESTAMP type of the data item column it comes straight from
+ * (`declared`, engine/declared-types.ts) when every value fits that type.
  */
 export class ResultWriter {
   rowCount = 0;
   writeMs = 0;
   private readonly csv: CsvResultWriter;
   private readonly seen: Set<StorageClass>[];
+  // The declared type of each column while all its values fit it; null once one does not (or none was declared).
+  private readonly kept: (DataTypeName | null)[];
 
   constructor(
     private readonly names: string[],
     private readonly limits: Pick<QueryLimits, "maxResultRows" | "maxResultBytes">,
     private readonly target: ResultTarget,
+    declared: readonly (DataTypeName | null)[] = [],
   ) {
     this.seen = names.map(() => new Set());
+    this.kept = names.map((_, i) => declared[i] ?? null);
     this.csv = new CsvResultWriter((bytes) => this.timed(() => target.write(bytes)));
   }
 
@@ -51,6 +57,8 @@ export class ResultWriter {
   async row(values: readonly unknown[], classes: readonly StorageClass[]): Promise<void> {
     let line = "";
     for (let i = 0; i < values.length; i++) {
+      const kept = this.kept[i];
+      if (kept && !fitsStoredForm(kept, values[i], classes[i]!)) this.kept[i] = null;
       this.seen[i]!.add(classes[i]!);
       line += (i === 0 ? "" : ",") + csvField(values[i], classes[i]!);
     }
@@ -69,7 +77,7 @@ export class ResultWriter {
     return {
       rowCount: this.rowCount,
       size: this.csv.size,
-      columns: this.names.map((name, i) => ({ name, type: resultType(this.seen[i]!) })),
+      columns: this.names.map((name, i) => ({ name, type: this.kept[i] ?? resultType(this.seen[i]!) })),
       writeMs: this.writeMs,
     };
   }
@@ -78,6 +86,23 @@ export class ResultWriter {
     const started = Date.now();
     await transient("writing the result", run);
     this.writeMs += Date.now() - started;
+  }
+}
+
+/** Whether a value is NULL or in the stored form of a BOOLEAN (1/0), DATE or TIMESTAMP (STORED_AS). */
+function fitsStoredForm(type: DataTypeName, value: unknown, storage: StorageClass): boolean {
+  switch (storage) {
+    case StorageClass.Null:
+      return true;
+    case StorageClass.Integer: {
+      // sql.js gives a bigint, a table store the integer's text.
+      const text = String(value);
+      return type === "BOOLEAN" && (text === "0" || text === "1");
+    }
+    case StorageClass.Text:
+      return type === "DATE" ? isDateText(value as string) : type === "TIMESTAMP" && isStoredTimestamp(value as string);
+    default:
+      return false;
   }
 }
 

@@ -1,5 +1,6 @@
 import { DurableObject } from "cloudflare:workers";
 import type { QueryLimits } from "../../config";
+import type { DataTypeName } from "../../ingest/value-types";
 import { LARGE_RANGE_BYTES, openObjectStream } from "../../storage/object-stream";
 import { R2StreamWriter } from "../../storage/r2-writer";
 import { randomToken } from "../../util/crypto";
@@ -41,6 +42,8 @@ export interface StoreQuery {
   values?: BoundValue[];
   /** The result's column names, as the sql.js check on the empty tables gave them. */
   names: string[];
+  /** The data type each result column keeps when its values fit (engine/declared-types.ts); absent: none. */
+  declaredTypes?: (DataTypeName | null)[];
   hostAlias: string;
   /** Other data items the query names, brought in for this query (only the columns it uses: lower case, or null). */
   others: { alias: string; source: StoreSource; columns: string[] | null }[];
@@ -243,7 +246,7 @@ export class TableStore extends DurableObject<Env> {
 
   /** Steps the wrapped statement into the shared result writer, checking time and cancellation between rows. */
   private async run(request: StoreQuery, sql: string, target: ResultTarget, deadline: number) {
-    const writer = new ResultWriter(request.names, request.limits, target);
+    const writer = new ResultWriter(request.names, request.limits, target, request.declaredTypes);
     await writer.header();
     const cursor = this.readOnlyCursor(quotedResultSql(sql, request.names.length), request.values ?? []);
     const values: unknown[] = new Array(request.names.length);
