@@ -1022,7 +1022,7 @@ export interface paths {
         };
         /**
          * The data item's schema
-         * @description The stored DataSchema as a JSON string (PascalCase keys), with the TableDefinition (given or generated) and the detected DeliveryType.
+         * @description The stored DataSchema as a JSON string (PascalCase keys), with the TableDefinition (given or generated), the detected DeliveryType and Delimiter, and for BOOLEAN, DATE and TIMESTAMP columns how their values are stored (DataTypeOptions.StoredAs).
          */
         get: {
             parameters: {
