@@ -144,11 +144,11 @@ describe("catalog against wrangler dev", () => {
   });
 });
 
-/** Polls the storage endpoint until both items are query-ready (their column images are built). */
-async function untilQueryReady(on: Service): Promise<void> {
+/** Polls the storage endpoint until the items (by default both orders) are query-ready (their column images are built). */
+async function untilQueryReady(on: Service, names = ["orders.csv", "orders_gz"]): Promise<void> {
   const deadline = Date.now() + 60_000;
   for (;;) {
-    const items = await Promise.all(["orders.csv", "orders_gz"].map((name) => storage(on, name)));
+    const items = await Promise.all(names.map((name) => storage(on, name)));
     if (items.every((item) => item.QueryReady)) return;
     if (Date.now() > deadline) throw new Error("the column images were not built within 60 s");
     await new Promise((resolve) => setTimeout(resolve, 100));
@@ -169,6 +169,65 @@ describe("queries against wrangler dev, reading column images", () => {
     // columns whose names the query mentions anywhere: all five, for both items.
     const images = [...gz, ...csv].reduce((sum, bytes) => sum + bytes, 0);
     expect(status).toMatchObject({ Engine: "sqljs", BytesLoaded: images });
+  });
+
+  it("should read a ';' or tab separated file by the delimiter detected at upload, keeping TIMESTAMP in results", async () => {
+    const rows = [
+      ["id", "name", "at"],
+      ["1", "Smith, J", "2024-03-01 18:07:14"],
+      ["2", "Zoë", "2024-03-02 09:00"],
+    ];
+    for (const [name, delimiter] of [
+      ["semi.csv", ";"],
+      ["tabs.tsv", "\t"],
+    ] as const) {
+      const file = rows.map((row) => row.join(delimiter) + "\n").join("");
+      const path = `/v1/data/${ACCOUNT}/sales/${name}`;
+      const uploaded = await upload(service, path, new TextEncoder().encode(file), name);
+      expect(uploaded.status).toBe(200);
+      expect((await envelope(uploaded)).Status.Message).toContain(
+        `2 rows, 3 columns (delimiter ${JSON.stringify(delimiter)})`,
+      );
+      const stored = JSON.parse(
+        String((await envelope(await service.api(`${path}/metadata/schema`))).Data?.Schema),
+      ) as {
+        TableDefinition: { Columns: { Name: string; DataType: { DataType: string } }[] };
+        DataSpecification: { DataOptions: unknown };
+      };
+      expect(stored.DataSpecification.DataOptions).toEqual({ Header: true, Delimiter: delimiter });
+      expect(stored.TableDefinition.Columns.map((c) => `${c.Name}:${c.DataType.DataType}`)).toEqual([
+        "id:INTEGER",
+        "name:STRING",
+        "at:TIMESTAMP",
+      ]);
+      // The column images, built from the stored file by its delimiter, are what the query reads.
+      await untilQueryReady(service, [name]);
+      const images = (await storage(service, name)).ColumnImageBytes!;
+
+      const submitted = await service.api("/v1/query", {
+        method: "POST",
+        headers: { "content-type": "application/json", prefer: "wait=20" },
+        body: JSON.stringify({
+          Sql: `SELECT name, at FROM \`${ACCOUNT}.sales.${name}\` WHERE at >= '2024-03-01T18:07:14' ORDER BY id`,
+        }),
+      });
+      const queryId = String((await envelope(submitted)).Data?.QueryId);
+      expect((await envelope(await service.api(`/v1/query/${queryId}/status`))).Data).toMatchObject({
+        Status: "succeeded",
+        Engine: "sqljs",
+        BytesLoaded: images.reduce((sum, bytes) => sum + bytes, 0),
+      });
+      const redirect = await service.api(`/v1/query/${queryId}/results/rawdata`);
+      const result = await (await fetch(redirect.headers.get("location")!)).text();
+      expect(result).toBe('name,at\n"Smith, J",2024-03-01T18:07:14\nZoë,2024-03-02T09:00:00\n');
+      const resultSchema = JSON.parse(
+        String((await envelope(await service.api(`/v1/query/${queryId}/results/metadata/schema`))).Data?.Schema),
+      ) as { TableDefinition: { Columns: { DataType: { DataType: string; DataTypeOptions: unknown } }[] } };
+      expect(resultSchema.TableDefinition.Columns.map((c) => c.DataType)).toEqual([
+        { DataType: "STRING", DataTypeOptions: { Nullable: true } },
+        { DataType: "TIMESTAMP", DataTypeOptions: { Nullable: true, StoredAs: "YYYY-MM-DDTHH:MM:SS[.fff][Z]" } },
+      ]);
+    }
   });
 
   it("should end a query that is not read-only as failed with the reason", async () => {
