@@ -1883,10 +1883,10 @@ export interface components {
                 Columns: {
                     Name: string;
                     /**
-                     * @description The column's type where SQLite knows it before running (a column of a data item, a CAST, a parameter); null where only the values decide (count(*), an arithmetic expression)
+                     * @description The column's type where SQLite knows it before running (a column of a data item, BOOLEAN, DATE and TIMESTAMP ones as the result schema keeps them; a CAST, a parameter); null where only the values decide (count(*), an arithmetic expression)
                      * @enum {string|null}
                      */
-                    DataType: "INTEGER" | "DOUBLE" | "STRING" | null;
+                    DataType: "STRING" | "INTEGER" | "DOUBLE" | "BOOLEAN" | "DATE" | "TIMESTAMP" | null;
                 }[];
                 /** @description The data items it names, as the caller may read them; empty until all are found */
                 DataItems: {
