@@ -241,6 +241,20 @@ describe("a query in a table store", () => {
       }
     });
 
+    it("should keep the types in a query with parameters, in every engine", async () => {
+      for (const mode of ["csv", "images", "store"] as const) {
+        const run = await runEngine("SELECT day, at, :label AS label FROM a.d.typed WHERE id > :min", TYPED, {
+          mode,
+          parameters: { label: "x", min: 1 },
+        });
+        expect(run.outcome.ok ? run.outcome.columns.map((c) => c.type) : run.outcome.message, mode).toEqual([
+          "DATE",
+          "TIMESTAMP",
+          "STRING",
+        ]);
+      }
+    });
+
     it("should hold the stored forms it names: 1/0, YYYY-MM-DD, and ISO 8601 with T, seconds and Z for a zone", async () => {
       const run = await runEngine("SELECT id, ok, day, at FROM a.d.typed ORDER BY id", TYPED, { mode: "store" });
       expect(run.csv).toBe(
