@@ -1,20 +1,6 @@
 import { cloudflareTest, readD1Migrations } from "@cloudflare/vitest-plugin";
 import { exportJWK, generateKeyPair } from "jose";
-import { defineConfig, type Plugin } from "vitest/config";
-
-/**
- * esbuild, which bundles the Worker, reads `import x from "…" with { type: "text" }`
- * as the file's text; vite ignores the attribute, so in tests such an import
- * asks for vite's `?raw` (the same text) instead.
- */
-const textImports: Plugin = {
-  name: "dqs:text-imports",
-  enforce: "pre",
-  transform(code) {
-    if (!code.includes('type: "text"')) return null;
-    return code.replace(/from\s+"([^"?]+)"\s+with\s*\{\s*type:\s*"text"\s*\}/g, 'from "$1?raw"');
-  },
-};
+import { defineConfig } from "vitest/config";
 
 // Two projects, one command:
 // - "workers": tests inside workerd with the wrangler.toml bindings, in
@@ -31,7 +17,6 @@ export default defineConfig(async () => {
       projects: [
         {
           plugins: [
-            textImports,
             cloudflareTest({
               wrangler: { configPath: "./wrangler.toml" },
               main: "./test/support/test-worker.ts",

@@ -37,6 +37,8 @@ const PAGES: [string, () => Promise<Response>][] = [
   ["the development sign-in page", async () => call((await startLogin()).authorizeUrl.toString())],
   ["the development sign-in error page", () => call("/idp/authorize?response_type=token")],
   ["the API docs", () => call("/v1/docs")],
+  ["the landing page", () => call("/")],
+  ["the web console", () => call("/console/")],
 ];
 
 describe("HTML pages", () => {
@@ -106,6 +108,27 @@ describe("GET /v1/docs", () => {
     expect(bundle).toContain("SwaggerUIBundle");
     expect(start).toContain('SwaggerUIBundle({ url: "/v1/openapi.json"');
     expect(start).toContain("validatorUrl: null");
+  });
+});
+
+describe("the web console", () => {
+  it("should run only this origin's scripts, talk only to this origin, and post forms only here", async () => {
+    const csp = policy(await call("/console/"));
+
+    expect(csp.get("script-src")).toEqual(["'self'"]);
+    expect(csp.get("connect-src")).toEqual(["'self'"]);
+    expect(csp.get("form-action")).toEqual(["'self'"]);
+    expect(csp.get("img-src")).toEqual(["'self'", "data:"]);
+  });
+
+  it("should send its bundle with the console's policy and the usual headers", async () => {
+    const html = await (await call("/console/")).text();
+    expect(loadedFiles(html)).toEqual(["/console/app.js", "/console/app.css"]);
+
+    const bundle = await call("/console/app.js");
+    expect(bundle.headers.get("x-content-type-options")).toBe("nosniff");
+    expect(policy(bundle).get("frame-ancestors")).toEqual(["'none'"]);
+    expect((await bundle.text()).length).toBeGreaterThan(1000);
   });
 });
 

@@ -196,3 +196,37 @@ function unescapeHtml(text: string): string {
     .replace(/&#39;/g, "'")
     .replace(/&amp;/g, "&");
 }
+
+/** What a console sign-in leaves in the browser: the session cookie (`name=value`) and where it was sent. */
+export interface ConsoleSignIn {
+  cookie: string;
+  /** The Set-Cookie header that set it, for its attributes. */
+  setCookie: string;
+  location: string;
+}
+
+/**
+ * Signs in to the web console through the real pages, in-process: GET
+ * /console/sign-in, the development provider's form, the callback, and the
+ * terms page when it comes; returns the session cookie the last step set.
+ */
+export async function consoleSignIn(username: string, via: Fetch = worker): Promise<ConsoleSignIn> {
+  const start = await call("/console/sign-in", {}, via);
+  if (start.status !== 302) throw new Error(`GET /console/sign-in answered ${start.status}: ${await start.text()}`);
+  const loginCookie = start.headers
+    .getSetCookie()
+    .map((header) => header.split(";")[0]!)
+    .find((pair) => pair.startsWith("dqs_login="));
+  if (!loginCookie) throw new Error("GET /console/sign-in set no dqs_login cookie");
+  const callbackUrl = await signInAtProvider(new URL(start.headers.get("location") ?? ""), username, via);
+  let finish = await visitCallback(callbackUrl, loginCookie, "text/html", via);
+  if (finish.status === 200) {
+    const html = await finish.text();
+    if (!isTermsPage(html)) throw new Error(`the console sign-in showed a page that is not the terms: ${html}`);
+    finish = await acceptTerms(formFields(html).state ?? "", loginCookie, "text/html", via);
+  }
+  if (finish.status !== 303) throw new Error(`the console sign-in ended with ${finish.status}: ${await finish.text()}`);
+  const setCookie = finish.headers.getSetCookie().find((header) => /^(__Host-)?dqs_console=/.test(header));
+  if (!setCookie) throw new Error("the console sign-in set no dqs_console cookie");
+  return { cookie: setCookie.split(";")[0]!, setCookie, location: finish.headers.get("location") ?? "" };
+}

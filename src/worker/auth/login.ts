@@ -10,6 +10,7 @@ import {
   type ProviderClient,
   type ProviderFetch,
 } from "./oidc-client";
+import { startConsoleSession } from "./console-sessions";
 import { startSession, type TokenContext, type TokenSet } from "./tokens";
 
 /** A login must finish within ten minutes of starting. */
@@ -68,6 +69,13 @@ export interface LoginContext {
 }
 
 /**
+ * Who a login is for: the tokens page (a person copying tokens), a native
+ * client waiting on a loopback address, or the web console, which gets a
+ * cookie session and never sees a token.
+ */
+export type LoginClient = { kind: "page" } | { kind: "loopback"; loopback: LoopbackClient } | { kind: "console" };
+
+/**
  * Begins a login: remembers state, nonce and PKCE verifier, and returns the
  * provider URL to send the browser to. The caller binds `state` to the
  * browser (a cookie), so a callback cannot be replayed into someone else's.
@@ -75,7 +83,7 @@ export interface LoginContext {
  */
 export async function beginLogin(
   ctx: LoginContext,
-  client: LoopbackClient | null = null,
+  client: LoginClient = { kind: "page" },
 ): Promise<{ url: string; state: string }> {
   const metadata = await discover(ctx.provider.issuer, ctx.providerFetch);
   const state = randomToken(32);
@@ -86,27 +94,36 @@ export async function beginLogin(
   await ctx.tokens.db
     .prepare(
       `INSERT INTO login_flows (state_hash, nonce, code_verifier, expires_at,
-                                client_redirect_uri, client_code_challenge, client_state)
-       VALUES (?, ?, ?, ?, ?, ?, ?)`,
+                                client_redirect_uri, client_code_challenge, client_state, console)
+       VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
     )
     .bind(
       await sha256(state),
       nonce,
       codeVerifier,
       isoSeconds(nowSeconds() + LOGIN_TTL_SECONDS),
-      client?.redirectUri ?? null,
-      client?.codeChallenge ?? null,
-      client?.state ?? null,
+      ...clientColumns(client),
     )
     .run();
   const url = authorizationUrl(metadata, ctx.provider, { redirectUri: ctx.redirectUri, state, nonce, codeChallenge });
   return { url, state };
 }
 
-/** Where a finished login goes: tokens for the browser, or a one-time code for the loopback client that started it. */
+/** The login_flows columns that remember the client: loopback redirect, challenge and state, and the console flag. */
+function clientColumns(client: LoginClient): [string | null, string | null, string | null, number] {
+  if (client.kind === "loopback")
+    return [client.loopback.redirectUri, client.loopback.codeChallenge, client.loopback.state, 0];
+  return [null, null, null, client.kind === "console" ? 1 : 0];
+}
+
+/**
+ * Where a finished login goes: tokens for the browser, a one-time code for
+ * the loopback client that started it, or a console session's cookie value.
+ */
 export type LoginFinish =
   | { kind: "tokens"; tokens: TokenSet; accountName: string }
-  | { kind: "loopback"; location: string; accountName: string };
+  | { kind: "loopback"; location: string; accountName: string }
+  | { kind: "console"; cookie: string; expiresAt: number; accountName: string };
 
 export type LoginOutcome =
   | LoginFinish
@@ -126,13 +143,19 @@ export async function completeLogin(
 ): Promise<LoginOutcome> {
   const flow = await takeFlow(ctx.tokens.db, callback.state, false);
   if (!flow)
-    return { kind: "rejected", reason: "unknown_state", detail: "login state unknown, used or expired", client: null };
+    return {
+      kind: "rejected",
+      reason: "unknown_state",
+      detail: "login state unknown, used or expired",
+      client: null,
+    };
+  const loopback = flow.client.kind === "loopback" ? flow.client.loopback : null;
   if (callback.error || !callback.code)
     return {
       kind: "rejected",
       reason: "provider_denied",
       detail: callback.error ?? "no code in callback",
-      client: flow.client,
+      client: loopback,
     };
   try {
     const metadata = await discover(ctx.provider.issuer, ctx.providerFetch);
@@ -148,16 +171,14 @@ export async function completeLogin(
       await ctx.tokens.db
         .prepare(
           `INSERT INTO login_flows (state_hash, nonce, code_verifier, user_id, expires_at,
-                                    client_redirect_uri, client_code_challenge, client_state)
-           VALUES (?, '', '', ?, ?, ?, ?, ?)`,
+                                    client_redirect_uri, client_code_challenge, client_state, console)
+           VALUES (?, '', '', ?, ?, ?, ?, ?, ?)`,
         )
         .bind(
           await sha256(callback.state),
           user.userId,
           isoSeconds(nowSeconds() + LOGIN_TTL_SECONDS),
-          flow.client?.redirectUri ?? null,
-          flow.client?.codeChallenge ?? null,
-          flow.client?.state ?? null,
+          ...clientColumns(flow.client),
         )
         .run();
       return { kind: "terms", state: callback.state, accountName: user.accountName };
@@ -169,20 +190,25 @@ export async function completeLogin(
         kind: "rejected",
         reason: error.reason === "unreachable" ? "provider_unreachable" : "provider_error",
         detail: error.message,
-        client: flow.client,
+        client: loopback,
       };
     throw error;
   }
 }
 
-/** Issues tokens to the browser, or a one-time code to the loopback client that started the login. */
+/** Issues tokens to the browser, a one-time code to the loopback client, or a session to the console. */
 async function finishLogin(
   ctx: LoginContext,
   user: { userId: string; accountName: string },
-  client: LoopbackClient | null,
+  loginClient: LoginClient,
 ): Promise<LoginFinish> {
-  if (!client)
+  if (loginClient.kind === "page")
     return { kind: "tokens", tokens: await startSession(ctx.tokens, user.userId), accountName: user.accountName };
+  if (loginClient.kind === "console") {
+    const { token, expiresAt } = await startConsoleSession(ctx.tokens.db, user.userId);
+    return { kind: "console", cookie: token, expiresAt, accountName: user.accountName };
+  }
+  const client = loginClient.loopback;
   const code = randomToken(32);
   const now = nowSeconds();
   await ctx.tokens.db.batch([
@@ -262,13 +288,13 @@ async function takeFlow(
   db: D1Database,
   state: string,
   awaitingTerms: boolean,
-): Promise<{ nonce: string; codeVerifier: string; userId: string | null; client: LoopbackClient | null } | null> {
+): Promise<{ nonce: string; codeVerifier: string; userId: string | null; client: LoginClient } | null> {
   if (!state) return null;
   const row = await db
     .prepare(
       `DELETE FROM login_flows WHERE state_hash = ? AND expires_at > ? AND (user_id IS NOT NULL) = ?
        RETURNING nonce, code_verifier AS codeVerifier, user_id AS userId, client_redirect_uri AS redirectUri,
-                 client_code_challenge AS codeChallenge, client_state AS clientState`,
+                 client_code_challenge AS codeChallenge, client_state AS clientState, console`,
     )
     .bind(await sha256(state), isoSeconds(nowSeconds()), awaitingTerms ? 1 : 0)
     .first<{
@@ -278,11 +304,15 @@ async function takeFlow(
       redirectUri: string | null;
       codeChallenge: string | null;
       clientState: string | null;
+      console: number;
     }>();
   if (!row) return null;
-  const client =
+  const client: LoginClient =
     row.redirectUri && row.codeChallenge
-      ? { redirectUri: row.redirectUri, codeChallenge: row.codeChallenge, state: row.clientState }
-      : null;
+      ? {
+          kind: "loopback",
+          loopback: { redirectUri: row.redirectUri, codeChallenge: row.codeChallenge, state: row.clientState },
+        }
+      : { kind: row.console === 1 ? "console" : "page" };
   return { nonce: row.nonce, codeVerifier: row.codeVerifier, userId: row.userId, client };
 }

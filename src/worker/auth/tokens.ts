@@ -71,8 +71,21 @@ export type AuthenticationResult =
 export async function authenticate(ctx: TokenContext, accessToken: string): Promise<AuthenticationResult> {
   const verified = await verifyAccessToken(ctx.keys, ctx.issuer, accessToken);
   if (!verified.ok) return verified;
-  const owner = await findSessionOwner(ctx.db, verified.claims.sessionId);
-  if (!owner || owner.revoked || owner.userId !== verified.claims.userId) return { ok: false, reason: "revoked" };
+  return sessionPrincipal(ctx, verified.claims.sessionId, verified.claims.userId);
+}
+
+/**
+ * The caller behind a session that is live and whose owner has accepted the
+ * current terms; `userId`, from a token, must be the session's user.
+ */
+export async function sessionPrincipal(
+  ctx: Pick<TokenContext, "db" | "termsVersion">,
+  sessionId: string,
+  userId?: string,
+): Promise<AuthenticationResult> {
+  const owner = await findSessionOwner(ctx.db, sessionId);
+  if (!owner || owner.revoked || (userId !== undefined && owner.userId !== userId))
+    return { ok: false, reason: "revoked" };
   if (owner.termsVersion !== ctx.termsVersion) return { ok: false, reason: "terms_not_accepted" };
   return {
     ok: true,
@@ -80,7 +93,7 @@ export async function authenticate(ctx: TokenContext, accessToken: string): Prom
       userId: owner.userId,
       accountId: owner.accountId,
       accountName: owner.accountName,
-      sessionId: verified.claims.sessionId,
+      sessionId,
       termsVersion: ctx.termsVersion,
     },
   };

@@ -10,12 +10,13 @@ import type { AppContext, AppEnv } from "./context";
 import { ApiError } from "./errors";
 import { authRateLimit } from "./middleware/rate-limit";
 import { requestId } from "./middleware/request-id";
-import { securityHeaders } from "./middleware/security-headers";
+import { consoleSecurityHeaders, securityHeaders } from "./middleware/security-headers";
 import { mountOpenApi } from "./openapi";
 import { createRouter } from "./router";
 import { accountRoutes } from "./routes/account";
-import { assetRoutes } from "./routes/assets";
+import { staticAsset } from "./routes/assets";
 import { authRoutes } from "./routes/auth";
+import { consoleRoutes } from "./routes/console";
 import { dataRoutes } from "./routes/data";
 import { datasetRoutes } from "./routes/dataset";
 import { downloadRoutes } from "./routes/download";
@@ -37,6 +38,8 @@ export function createApp(): OpenAPIHono<AppEnv> {
   app.use("*", requestId);
   // Before withConfig, so that a configuration error's 500 carries the headers too.
   app.use("*", securityHeaders);
+  // The console's pages run its scripts; inside, so that its policy wins over the default one.
+  app.use("/console/*", consoleSecurityHeaders);
   app.use("*", withConfig);
   app.use("*", methodNotAllowed({ app, onMethodNotAllowed: wrongMethod }));
   // Bearer tokens, not cookies, authorise API calls, so any origin may call them.
@@ -45,7 +48,14 @@ export function createApp(): OpenAPIHono<AppEnv> {
     cors({ origin: "*", exposeHeaders: ["X-Request-Id", "Location", "Retry-After", "WWW-Authenticate"], maxAge: 600 }),
   );
 
-  for (const path of ["/v1/auth", "/v1/auth/callback", "/v1/auth/terms", "/v1/auth/token", "/idp/*"])
+  for (const path of [
+    "/v1/auth",
+    "/v1/auth/callback",
+    "/v1/auth/terms",
+    "/v1/auth/token",
+    "/console/sign-in",
+    "/idp/*",
+  ])
     app.use(path, authRateLimit);
 
   // A signed download URL is its own credential, so a page on any origin may read it (the SDK in a browser).
@@ -73,11 +83,12 @@ export function createApp(): OpenAPIHono<AppEnv> {
 
   app.route("/v1", v1);
   app.route("/", wellKnownRoutes);
-  app.route("/", assetRoutes);
+  app.route("/", consoleRoutes);
   app.route("/", downloadRoutes);
   app.route("/idp", devIdp as unknown as Hono<AppEnv>);
 
-  app.notFound(noSuchEndpoint);
+  // What no route answers may be a static file (the console, the landing page), else it is the envelope's 404.
+  app.notFound(async (c) => (await staticAsset(c)) ?? noSuchEndpoint(c));
   app.onError((error, c) => errorResponse(error, c));
   return app;
 }

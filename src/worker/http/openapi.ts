@@ -13,7 +13,7 @@ const TAGS = [
   { name: "experimental", description: "May change greatly or be removed without notice; not for general use" },
 ];
 
-/** Swagger UI on the generated document; its files come from this Worker (routes/assets.ts), none from a CDN. */
+/** Swagger UI on the generated document; its files are static assets of this Worker (src/web/build.mjs copies them), none from a CDN. */
 const DOCS_PAGE = html`<!doctype html>
   <html lang="en">
     <head>

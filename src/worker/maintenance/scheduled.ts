@@ -32,6 +32,7 @@ export async function runMaintenance(env: Env): Promise<void> {
     env.DB.prepare("DELETE FROM webhook_deliveries WHERE at <= ?").bind(
       isoSeconds(nowSeconds() - settings(env).query.resultRetentionSeconds),
     ),
+    env.DB.prepare("DELETE FROM console_sessions WHERE expires_at <= ?").bind(now),
   ]);
   const rows = expired.reduce((sum, result) => sum + result.meta.changes, 0);
   const results = await purgeExpiredResults(env);

@@ -1,7 +1,10 @@
 import { createMiddleware } from "hono/factory";
+import { authenticateConsole } from "../../auth/console-sessions";
 import { authenticate, type AuthenticationResult } from "../../auth/tokens";
-import { tokenContext, type AppEnv } from "../context";
+import type { Principal } from "../../catalog/accounts";
+import { tokenContext, type AppContext, type AppEnv } from "../context";
 import { unauthorized } from "../errors";
+import { checkConsoleRequest, consoleCookie } from "./console-session";
 import { enforceRateLimit } from "./rate-limit";
 
 type Failure = Exclude<AuthenticationResult, { ok: true }>["reason"];
@@ -26,9 +29,8 @@ function failureMessage(reason: Failure, termsVersion: string): string {
   }
 }
 
-/** Requires `Authorization: Bearer <access token>` (scheme case-insensitive) and puts the caller on the context. */
-export const requireAuth = createMiddleware<AppEnv>(async (c, next) => {
-  const header = c.req.header("authorization");
+/** The caller of `Authorization: Bearer <access token>` (scheme case-insensitive); 401 when it is missing or bad. */
+async function bearerPrincipal(c: AppContext, header: string | undefined): Promise<Principal> {
   if (!header)
     throw unauthorized(
       "Missing bearer token: send 'Authorization: Bearer <access token>'; get tokens by logging in at GET /v1/auth.",
@@ -39,8 +41,33 @@ export const requireAuth = createMiddleware<AppEnv>(async (c, next) => {
   const tokens = await tokenContext(c);
   const result = await authenticate(tokens, match[1]!);
   if (!result.ok) throw unauthorized(failureMessage(result.reason, tokens.termsVersion));
-  await enforceRateLimit(c.env.USER_RATE_LIMITER, result.principal.userId);
-  c.set("principal", result.principal);
+  return result.principal;
+}
+
+/** The caller of the web console's cookie session; 403 for a forged change, 401 when the session has ended. */
+async function consolePrincipal(c: AppContext, cookie: string): Promise<Principal> {
+  checkConsoleRequest(c);
+  const config = c.get("config");
+  const result = await authenticateConsole({ db: c.env.DB, termsVersion: config.termsVersion }, cookie);
+  if (result.ok) return result.principal;
+  throw unauthorized(
+    result.reason === "terms_not_accepted"
+      ? `You have not accepted the current terms of service (version ${config.termsVersion}); sign in again at /console/sign-in to read and accept them.`
+      : "Your console session has ended (signed out, expired or revoked); sign in again at /console/sign-in.",
+  );
+}
+
+/**
+ * Puts the caller on the context: from `Authorization: Bearer <access
+ * token>`, or, for a request without that header, from the web console's
+ * cookie session. A request with the header is never judged by a cookie.
+ */
+export const requireAuth = createMiddleware<AppEnv>(async (c, next) => {
+  const header = c.req.header("authorization");
+  const cookie = header === undefined ? consoleCookie(c) : undefined;
+  const principal = cookie === undefined ? await bearerPrincipal(c, header) : await consolePrincipal(c, cookie);
+  await enforceRateLimit(c.env.USER_RATE_LIMITER, principal.userId);
+  c.set("principal", principal);
   await next();
 });
 

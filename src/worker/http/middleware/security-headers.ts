@@ -34,10 +34,24 @@ const DOCS_POLICY: ContentSecurityPolicyOptions = {
 
 /**
  * The routes that end a login: the tokens page's Copy buttons are a script
- * served by this Worker (routes/assets.ts); still no inline script. Their
+ * served as a static asset (src/web/static/assets); still no inline script. Their
  * other pages (terms, login ended) load none.
  */
 const TOKENS_PAGE_POLICY: ContentSecurityPolicyOptions = { ...PAGE_POLICY, scriptSrc: ["'self'"] };
+
+/**
+ * The web console (/console/): its own bundled script and stylesheet (the
+ * editor's styles are constructed stylesheets, which CSP does not govern),
+ * charts drawn on a canvas, requests to this origin only, forms that post
+ * here only. Nothing inline, nothing from another origin.
+ */
+const CONSOLE_POLICY: ContentSecurityPolicyOptions = {
+  ...PAGE_POLICY,
+  scriptSrc: ["'self'"],
+  imgSrc: ["'self'", "data:"],
+  connectSrc: ["'self'"],
+  formAction: ["'self'"],
+};
 
 function withPolicy(policy: ContentSecurityPolicyOptions) {
   return secureHeaders({
@@ -62,3 +76,5 @@ export const docsSecurityHeaders = withPolicy(DOCS_POLICY);
 
 /** The same with the tokens page's policy, for the routes that may end a login with that page. */
 export const tokensPageSecurityHeaders = withPolicy(TOKENS_PAGE_POLICY);
+/** The same with the console's policy, for everything under /console/. */
+export const consoleSecurityHeaders = withPolicy(CONSOLE_POLICY);

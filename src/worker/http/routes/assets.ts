@@ -1,28 +1,22 @@
-import { Hono } from "hono";
-import swaggerUiCss from "swagger-ui-dist/swagger-ui.css" with { type: "text" };
-import swaggerUiJs from "swagger-ui-dist/swagger-ui-bundle.js" with { type: "text" };
-import type { AppEnv } from "../context";
-import copyButtonsJs from "../pages/copy-buttons.js" with { type: "text" };
-import pageCss from "../pages/page.css" with { type: "text" };
+import type { AppContext } from "../context";
 
-/** Starts Swagger UI on the docs page; a file of its own because the page's policy allows no inline script. */
-const DOCS_SCRIPT = `window.ui = SwaggerUIBundle({ url: "/v1/openapi.json", dom_id: "#swagger-ui", deepLinking: true, validatorUrl: null });\n`;
+/** Paths the Worker answers itself: what no route there matches is the envelope's 404, never a file. */
+const WORKER_PREFIXES = ["/v1", "/download", "/idp", "/.well-known"];
 
-const CSS = "text/css; charset=utf-8";
-const JAVASCRIPT = "text/javascript; charset=utf-8";
-
-/** Every file the HTML pages load, bundled into the Worker: pages need nothing from another origin. */
-const ASSETS: Record<string, { body: string; type: string }> = {
-  "page.css": { body: pageCss, type: CSS },
-  "copy-buttons.js": { body: copyButtonsJs, type: JAVASCRIPT },
-  "swagger-ui.css": { body: swaggerUiCss, type: CSS },
-  "swagger-ui-bundle.js": { body: swaggerUiJs, type: JAVASCRIPT },
-  "docs.js": { body: DOCS_SCRIPT, type: JAVASCRIPT },
-};
-
-export const assetRoutes = new Hono<AppEnv>();
-
-for (const [name, asset] of Object.entries(ASSETS))
-  assetRoutes.get(`/assets/${name}`, (c) =>
-    c.body(asset.body, 200, { "Content-Type": asset.type, "Cache-Control": "public, max-age=86400" }),
-  );
+/**
+ * The static file (wrangler.toml [assets]: the console, the landing page,
+ * /assets/*) for a GET or HEAD that no route answered, or null when there is
+ * none. The copy makes its headers writable, so the security headers
+ * middleware puts the same headers on files as on everything else.
+ */
+export async function staticAsset(c: AppContext): Promise<Response | null> {
+  if (c.req.method !== "GET" && c.req.method !== "HEAD") return null;
+  const path = c.req.path;
+  if (WORKER_PREFIXES.some((prefix) => path === prefix || path.startsWith(`${prefix}/`))) return null;
+  const response = await c.env.ASSETS.fetch(c.req.raw);
+  if (response.status === 404) {
+    await response.body?.cancel();
+    return null;
+  }
+  return new Response(response.body, response);
+}

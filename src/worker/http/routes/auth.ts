@@ -9,6 +9,7 @@ import {
   isLoopbackRedirectUri,
   isS256Challenge,
   loopbackLocation,
+  type LoginClient,
   type LoginContext,
   type LoginFinish,
   type LoopbackClient,
@@ -21,6 +22,7 @@ import { isoSeconds } from "../../util/time";
 import { tokenContext, type AppContext, type AppEnv } from "../context";
 import { ApiError, badRequest, unauthorized } from "../errors";
 import { authenticated } from "../middleware/bearer-auth";
+import { setConsoleCookie } from "../middleware/console-session";
 import { authRateLimit } from "../middleware/rate-limit";
 import { tokensPageSecurityHeaders } from "../middleware/security-headers";
 import { createRouter } from "../router";
@@ -38,6 +40,8 @@ import {
 
 /** Binds a login to the browser that started it, so a stolen callback URL is useless elsewhere. */
 const LOGIN_COOKIE = "dqs_login";
+/** Where a console sign-in lands (static assets, src/web). */
+export const CONSOLE_HOME = "/console/";
 
 export const authRoutes = createRouter();
 
@@ -81,12 +85,18 @@ function showTokens(c: AppContext, tokens: TokenSet, accountName: string) {
   return c.html(tokensPage({ publicUrl: c.get("config").publicUrl, accountName, ...data }));
 }
 
-/** Ends a login: tokens for a browser login, a redirect with the one-time code for a loopback client. */
+/**
+ * Ends a login: tokens for a browser login, a redirect with the one-time code
+ * for a loopback client, the session cookie and a redirect into the console.
+ */
 function finishLogin(c: AppContext, outcome: LoginFinish) {
   if (outcome.kind === "tokens") return showTokens(c, outcome.tokens, outcome.accountName);
   c.header("Cache-Control", "no-store");
   deleteCookie(c, LOGIN_COOKIE, { path: "/v1/auth" });
-  return c.redirect(outcome.location, 302);
+  if (outcome.kind === "loopback") return c.redirect(outcome.location, 302);
+  setConsoleCookie(c, outcome.cookie, outcome.expiresAt);
+  // 303: the terms page's POST becomes a GET of the console.
+  return c.redirect(CONSOLE_HOME, 303);
 }
 
 /** The loopback client a GET /v1/auth names, checked before anything is stored (RFC 8252 §7.3, RFC 7636). */
@@ -128,7 +138,7 @@ function logLoginFailure(c: AppContext, reason: string, detail: string): void {
 }
 
 /** Starts a login; a provider that cannot be reached or answers wrongly is a 502, not a 500. */
-async function beginProviderLogin(c: AppContext, client: LoopbackClient | null) {
+async function beginProviderLogin(c: AppContext, client: LoginClient) {
   try {
     return await beginLogin(await loginContext(c), client);
   } catch (error) {
@@ -137,6 +147,24 @@ async function beginProviderLogin(c: AppContext, client: LoopbackClient | null) 
     logLoginFailure(c, reason, error.message);
     throw new ApiError(502, PROVIDER_FAILURE[reason]);
   }
+}
+
+/**
+ * Sends the browser to the identity provider, the login bound to it by an
+ * HttpOnly cookie holding the state: GET /v1/auth, and the console's sign-in.
+ */
+export async function redirectToProvider(c: AppContext, client: LoginClient) {
+  const { url, state } = await beginProviderLogin(c, client);
+  setCookie(c, LOGIN_COOKIE, state, {
+    path: "/v1/auth",
+    httpOnly: true,
+    // Lax: the provider's redirect back is a top-level cross-site navigation.
+    sameSite: "Lax",
+    secure: c.get("config").publicUrl.startsWith("https:"),
+    maxAge: 600,
+  });
+  c.header("Cache-Control", "no-store");
+  return c.redirect(url, 302);
 }
 
 /** Whether the login cookie of this browser matches the login's state. */
@@ -195,18 +223,8 @@ authRoutes.openapi(
     },
   }),
   async (c) => {
-    const client = loopbackClient(c.req.valid("query"));
-    const { url, state } = await beginProviderLogin(c, client);
-    setCookie(c, LOGIN_COOKIE, state, {
-      path: "/v1/auth",
-      httpOnly: true,
-      // Lax: the provider's redirect back is a top-level cross-site navigation.
-      sameSite: "Lax",
-      secure: c.get("config").publicUrl.startsWith("https:"),
-      maxAge: 600,
-    });
-    c.header("Cache-Control", "no-store");
-    return c.redirect(url, 302);
+    const loopback = loopbackClient(c.req.valid("query"));
+    return redirectToProvider(c, loopback ? { kind: "loopback", loopback } : { kind: "page" });
   },
 );
 
@@ -248,6 +266,7 @@ authRoutes.openapi(
     switch (outcome.kind) {
       case "tokens":
       case "loopback":
+      case "console":
         return finishLogin(c, outcome);
       case "terms": {
         const config = c.get("config");

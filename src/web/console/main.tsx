@@ -1,0 +1,4 @@
+import { render } from "preact";
+import "./console.css";
+
+render(<p>dqs console</p>, document.getElementById("app")!);
