@@ -471,6 +471,54 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/me/catalog": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Every dataset the caller sees: its own, those shared with it, and public ones
+         * @description By account, then name, with the caller's access, whether a grant gives it (shared), visibility, description and the number of data items.
+         */
+        get: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description The datasets the caller sees */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["CatalogResponse"];
+                    };
+                };
+                /** @description Missing or invalid access token */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["GeneralApiResponse"];
+                    };
+                };
+            };
+        };
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/account/{AccountName}/datasets": {
         parameters: {
             query?: never;
@@ -702,6 +750,63 @@ export interface paths {
                 };
             };
         };
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/dataset/{AccountName}/{DatasetName}/grants": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Who holds a grant on a dataset (for its owner) */
+        get: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    AccountName: string;
+                    DatasetName: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description The grants, by account name */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["GrantListResponse"];
+                    };
+                };
+                /** @description Missing or invalid access token */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["GeneralApiResponse"];
+                    };
+                };
+                /** @description Dataset does not exist or caller does not own it */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["GeneralApiResponse"];
+                    };
+                };
+            };
+        };
+        put?: never;
+        post?: never;
+        delete?: never;
         options?: never;
         head?: never;
         patch?: never;
@@ -1083,7 +1188,7 @@ export interface paths {
         };
         /**
          * How the data item is stored
-         * @description The current version, its size and rows, and whether its query-ready column images are built yet (they are built in the background after each upload; until then queries read the CSV, which gives the same answers more slowly).
+         * @description The current version, its size and rows, who uploaded it, and whether its query-ready column images are built yet (they are built in the background after each upload; until then queries read the CSV, which gives the same answers more slowly).
          */
         get: {
             parameters: {
@@ -1785,6 +1890,34 @@ export interface components {
             AccountName: string;
             DatasetName: string;
         };
+        CatalogResponse: {
+            Status: components["schemas"]["ApiResponseStatus"];
+            Data: {
+                DatasetCount: number;
+                DatasetList: components["schemas"]["CatalogEntry"][];
+            };
+        };
+        CatalogEntry: {
+            AccountName: string;
+            DatasetName: string;
+            /** @enum {string} */
+            Visibility: "private" | "public";
+            Description: string;
+            /**
+             * @description What the caller may do with it
+             * @enum {string}
+             */
+            Access: "owner" | "write" | "read";
+            /** @description The caller holds a grant on it (as opposed to owning it, or seeing it because it is public) */
+            Shared: boolean;
+            /** @description Data items in it */
+            DataCount: number;
+            /**
+             * Format: date-time
+             * @example 2026-11-22T07:00:00Z
+             */
+            UpdatedAt: string;
+        };
         DataListResponse: {
             Status: components["schemas"]["ApiResponseStatus"];
             Data: {
@@ -1816,6 +1949,24 @@ export interface components {
             /** @enum {string} */
             Visibility?: "private" | "public";
             Description?: string;
+        };
+        GrantListResponse: {
+            Status: components["schemas"]["ApiResponseStatus"];
+            Data: {
+                GrantCount: number;
+                GrantList: components["schemas"]["GrantInfo"][];
+            };
+        };
+        GrantInfo: {
+            /** @description The account the grant is for */
+            AccountName: string;
+            /** @enum {string} */
+            Permission: "read" | "write";
+            /**
+             * Format: date-time
+             * @example 2026-11-22T07:00:00Z
+             */
+            GrantedAt: string;
         };
         GrantRequest: {
             /** @enum {string} */
@@ -1856,6 +2007,8 @@ export interface components {
                  * @example 2026-11-22T07:00:00Z
                  */
                 UploadedAt: string;
+                /** @description The account that uploaded this version */
+                UploadedBy: string | null;
                 /** @description True once the query-ready form of this version is built (its column images, or its table store): until then queries read the CSV, or wait for a table store being built */
                 QueryReady: boolean;
                 /** @description Bytes of each column's image, in schema order; null until built or for a table store */

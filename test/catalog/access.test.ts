@@ -125,7 +125,12 @@ const OPERATIONS: Operation[] = [
     run: (caller, dataset) => get(caller, `/v1/data/${account()}/${dataset}/item.csv/metadata/storage`),
     async succeeded(response) {
       const body = await readEnvelope<{ Size: number; RowCount: number; QueryReady: boolean }>(response, 200);
-      expect(body.Data).toMatchObject({ Size: ITEM.length, RowCount: 2, QueryReady: false });
+      expect(body.Data).toMatchObject({
+        Size: ITEM.length,
+        RowCount: 2,
+        QueryReady: false,
+        UploadedBy: callers.owner.accountName,
+      });
     },
   },
   {
@@ -154,6 +159,18 @@ const OPERATIONS: Operation[] = [
     async succeeded(response, dataset) {
       await readEnvelope(response, 200);
       await readEnvelope(await get(callers.owner, `/v1/dataset/${account()}/${dataset}/data`), 404);
+    },
+  },
+  {
+    name: "list the grants of",
+    needs: "owner",
+    run: (caller, dataset) => get(caller, `/v1/dataset/${account()}/${dataset}/grants`),
+    async succeeded(response) {
+      const body = await readEnvelope<{ GrantList: { AccountName: string; Permission: string }[] }>(response, 200);
+      expect(body.Data.GrantList.map((g) => `${g.AccountName}:${g.Permission}`)).toEqual([
+        `${callers.reader.accountName}:read`,
+        `${callers.writer.accountName}:write`,
+      ]);
     },
   },
   {
@@ -357,5 +374,60 @@ describe("catalog lookups", () => {
     expect(await listed(stranger)).toEqual(["open"]);
     expect(await listVisibleDatasets(env.DB, owner, "lk owner")).toEqual([]);
     expect(await listVisibleDatasets(env.DB, owner, "nobody")).toEqual([]);
+  });
+});
+
+describe("GET /v1/me/catalog", () => {
+  interface Entry {
+    AccountName: string;
+    DatasetName: string;
+    Visibility: string;
+    Access: string;
+    Shared: boolean;
+    DataCount: number;
+  }
+
+  async function catalogOf(caller: LoggedIn, dataset: string): Promise<Entry | undefined> {
+    const body = await readEnvelope<{ DatasetCount: number; DatasetList: Entry[] }>(
+      await get(caller, "/v1/me/catalog"),
+      200,
+    );
+    expect(body.Data.DatasetCount).toBe(body.Data.DatasetList.length);
+    return body.Data.DatasetList.find((entry) => entry.DatasetName === dataset);
+  }
+
+  it("should show each caller its own, shared and public datasets with its access and the item count", async () => {
+    const hidden = await sharedDataset("private");
+    const open = await sharedDataset("public");
+    const { owner, reader, writer, stranger } = callers;
+    const entry = (visibility: string, access: string, shared: boolean) => ({
+      AccountName: owner.accountName,
+      Visibility: visibility,
+      Access: access,
+      Shared: shared,
+      DataCount: 1,
+    });
+
+    expect(await catalogOf(owner, hidden)).toMatchObject(entry("private", "owner", false));
+    expect(await catalogOf(reader, hidden)).toMatchObject(entry("private", "read", true));
+    expect(await catalogOf(writer, hidden)).toMatchObject(entry("private", "write", true));
+    expect(await catalogOf(stranger, hidden)).toBeUndefined();
+    expect(await catalogOf(stranger, open)).toMatchObject(entry("public", "read", false));
+    expect(await catalogOf(writer, open)).toMatchObject(entry("public", "write", true));
+  });
+
+  it("should drop a private dataset from a grantee's catalog once the grant is revoked", async () => {
+    const hidden = await sharedDataset("private");
+    const { owner, reader } = callers;
+
+    await readEnvelope(
+      await call(`/v1/dataset/${owner.accountName}/${hidden}/grants/${reader.accountName}`, {
+        method: "DELETE",
+        headers: authHeader(owner.accessToken),
+      }),
+      200,
+    );
+
+    expect(await catalogOf(reader, hidden)).toBeUndefined();
   });
 });

@@ -128,6 +128,7 @@ describe("GET /v1/openapi.json", () => {
         "Size",
         "TableStore",
         "UploadedAt",
+        "UploadedBy",
         "Version",
       ].sort(),
     );
@@ -148,6 +149,13 @@ describe("GET /v1/openapi.json", () => {
 
     expect(status.properties?.Code?.type).toBe("integer");
     expect(status.properties?.Message?.type).toBe("string");
+  });
+
+  it("should tag the console's catalog calls experimental: the caller's catalog and a dataset's grants", () => {
+    expect(operation("/me/catalog", "get").tags).toEqual(expect.arrayContaining(["user", "experimental"]));
+    expect(operation("/dataset/{AccountName}/{DatasetName}/grants", "get").tags).toEqual(
+      expect.arrayContaining(["dataset", "experimental"]),
+    );
   });
 
   it("should tag logout experimental", () => {

@@ -132,3 +132,33 @@ export async function listVisibleDatasets(
     .filter((row) => canRead(accessOf(principal, row, row.grantPermission)))
     .map(({ grantPermission: _grant, ...dataset }) => dataset);
 }
+
+/** A dataset as the caller's catalog shows it: the caller's access, whether a grant gives it, and its item count. */
+export interface CatalogEntry extends DatasetRecord {
+  access: Exclude<Access, "none">;
+  /** The caller holds a grant on it (shared with them), as opposed to owning it or seeing it because it is public. */
+  granted: boolean;
+  dataCount: number;
+}
+
+/**
+ * Every dataset the caller sees, across accounts: its own, those it holds a
+ * grant on, and public ones; by account, then name.
+ */
+export async function listCatalog(db: D1Database, principal: Viewer): Promise<CatalogEntry[]> {
+  const { results } = await db
+    .prepare(
+      `SELECT ${DATASET_COLUMNS}, g.permission AS grantPermission,
+              (SELECT count(*) FROM data_items i WHERE i.dataset_id = d.id) AS dataCount
+       FROM datasets d JOIN accounts a ON a.id = d.account_id
+       LEFT JOIN grants g ON g.dataset_id = d.id AND g.account_id = ?1
+       WHERE d.account_id = ?1 OR g.account_id IS NOT NULL OR d.visibility = 'public'
+       ORDER BY a.name, d.name`,
+    )
+    .bind(principal.accountId)
+    .all<DatasetRecord & { grantPermission: string | null; dataCount: number }>();
+  return results.flatMap(({ grantPermission, ...row }) => {
+    const access = accessOf(principal, row, grantPermission);
+    return access === "none" ? [] : [{ ...row, access, granted: access !== "owner" && grantPermission !== null }];
+  });
+}

@@ -74,6 +74,32 @@ export async function grantAccess(
     .run();
 }
 
+/** Who holds a grant on a dataset, by account name. */
+export async function listGrants(
+  db: D1Database,
+  datasetId: string,
+): Promise<{ accountName: string; permission: "read" | "write"; grantedAt: string }[]> {
+  const { results } = await db
+    .prepare(
+      `SELECT a.name AS accountName, g.permission AS permission, g.granted_at AS grantedAt
+       FROM grants g JOIN accounts a ON a.id = g.account_id WHERE g.dataset_id = ? ORDER BY a.name`,
+    )
+    .bind(datasetId)
+    .all<{ accountName: string; permission: "read" | "write"; grantedAt: string }>();
+  return results;
+}
+
+/** The account name of whoever uploaded a data item's current version. */
+export async function uploaderName(db: D1Database, itemId: string): Promise<string | null> {
+  return db
+    .prepare(
+      `SELECT a.name AS name FROM data_items i JOIN users u ON u.id = i.uploaded_by JOIN accounts a ON a.id = u.account_id
+       WHERE i.id = ?`,
+    )
+    .bind(itemId)
+    .first<string>("name");
+}
+
 /** Removes an account's grant; false when there was none. */
 export async function revokeAccess(db: D1Database, datasetId: string, accountId: string): Promise<boolean> {
   const result = await db

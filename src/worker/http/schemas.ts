@@ -50,6 +50,45 @@ export const DatasetListResponse = withData(
   z.object({ DatasetCount: z.number().int(), DatasetList: z.array(DatasetInfo) }),
 );
 
+export const CatalogResponse = withData(
+  "CatalogResponse",
+  z.object({
+    DatasetCount: z.number().int(),
+    DatasetList: z.array(
+      z
+        .object({
+          AccountName: z.string(),
+          DatasetName: z.string(),
+          Visibility: z.enum(["private", "public"]),
+          Description: z.string(),
+          Access: z.enum(["owner", "write", "read"]).openapi({ description: "What the caller may do with it" }),
+          Shared: z.boolean().openapi({
+            description: "The caller holds a grant on it (as opposed to owning it, or seeing it because it is public)",
+          }),
+          DataCount: z.number().int().openapi({ description: "Data items in it" }),
+          UpdatedAt: DateTime,
+        })
+        .openapi("CatalogEntry"),
+    ),
+  }),
+);
+
+export const GrantListResponse = withData(
+  "GrantListResponse",
+  z.object({
+    GrantCount: z.number().int(),
+    GrantList: z.array(
+      z
+        .object({
+          AccountName: z.string().openapi({ description: "The account the grant is for" }),
+          Permission: z.enum(["read", "write"]),
+          GrantedAt: DateTime,
+        })
+        .openapi("GrantInfo"),
+    ),
+  }),
+);
+
 export const DataInfo = z
   .object({
     AccountName: z.string(),
@@ -90,6 +129,7 @@ export const DataStorageResponse = withData(
     RowCount: z.number().int(),
     DeliveryType: z.enum(["RAW", "GZIP"]),
     UploadedAt: DateTime,
+    UploadedBy: z.string().nullable().openapi({ description: "The account that uploaded this version" }),
     QueryReady: z.boolean().openapi({
       description:
         "True once the query-ready form of this version is built (its column images, or its table store): until then queries read the CSV, or wait for a table store being built",

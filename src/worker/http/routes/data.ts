@@ -1,6 +1,6 @@
 import { createRoute, z } from "@hono/zod-openapi";
 import { findReadableDataItem, type Viewer } from "../../catalog/access";
-import { deleteDataItem, ORPHAN_GRACE_SECONDS } from "../../catalog/datasets";
+import { deleteDataItem, ORPHAN_GRACE_SECONDS, uploaderName } from "../../catalog/datasets";
 import { loadKeys } from "../../auth/keys";
 import { serializeSchema, type StoredDataSchema } from "../../ingest/data-schema";
 import { parseColumnImages } from "../../query/engine/column-images";
@@ -108,7 +108,7 @@ dataRoutes.openapi(
     tags: ["data", "experimental"],
     summary: "How the data item is stored",
     description:
-      "The current version, its size and rows, and whether its query-ready column images are built yet (they are built in the background after each upload; until then queries read the CSV, which gives the same answers more slowly).",
+      "The current version, its size and rows, who uploaded it, and whether its query-ready column images are built yet (they are built in the background after each upload; until then queries read the CSV, which gives the same answers more slowly).",
     ...authenticated,
     request: { params: DataParams },
     responses: {
@@ -143,6 +143,7 @@ dataRoutes.openapi(
           RowCount: item.rowCount,
           DeliveryType: item.deliveryType,
           UploadedAt: item.uploadedAt,
+          UploadedBy: await uploaderName(c.env.DB, item.id),
           QueryReady: ready,
           ColumnImageBytes: images ? images.columns.map((column) => column.bytes) : null,
           TableStore: store && {

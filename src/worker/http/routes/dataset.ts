@@ -5,6 +5,7 @@ import {
   ORPHAN_GRACE_SECONDS,
   grantAccess,
   listDataItems,
+  listGrants,
   putDataset,
   revokeAccess,
 } from "../../catalog/datasets";
@@ -22,6 +23,7 @@ import {
   envelope,
   errorResponses,
   GeneralApiResponse,
+  GrantListResponse,
   jsonResponse,
 } from "../schemas";
 
@@ -158,6 +160,43 @@ datasetRoutes.openapi(
     const { dataset } = await datasetFor(c, AccountName, DatasetName, "owner");
     await deleteDataset(c.env.DB, dataset, isoSeconds(nowSeconds() + ORPHAN_GRACE_SECONDS));
     return c.json(envelope(200, `Dataset ${AccountName}/${DatasetName} deleted`), 200);
+  },
+);
+
+datasetRoutes.openapi(
+  createRoute({
+    method: "get",
+    path: "/dataset/{AccountName}/{DatasetName}/grants",
+    tags: ["dataset", "experimental"],
+    summary: "Who holds a grant on a dataset (for its owner)",
+    ...authenticated,
+    request: { params: DatasetParams },
+    responses: {
+      200: jsonResponse(GrantListResponse, "The grants, by account name"),
+      ...errorResponses(
+        [401, "Missing or invalid access token"],
+        [404, "Dataset does not exist or caller does not own it"],
+      ),
+    },
+  }),
+  async (c) => {
+    const { AccountName, DatasetName } = c.req.valid("param");
+    const { dataset } = await datasetFor(c, AccountName, DatasetName, "owner");
+    const grants = await listGrants(c.env.DB, dataset.id);
+    return c.json(
+      {
+        ...envelope(200, "OK"),
+        Data: {
+          GrantCount: grants.length,
+          GrantList: grants.map((grant) => ({
+            AccountName: grant.accountName,
+            Permission: grant.permission,
+            GrantedAt: grant.grantedAt,
+          })),
+        },
+      },
+      200,
+    );
   },
 );
 

@@ -1,9 +1,9 @@
 import { createRoute } from "@hono/zod-openapi";
-import { listVisibleDatasets } from "../../catalog/access";
+import { listCatalog, listVisibleDatasets } from "../../catalog/access";
 import { datasetList } from "../catalog-wire";
 import { authenticated } from "../middleware/bearer-auth";
 import { createRouter } from "../router";
-import { DatasetListResponse, envelope, errorResponses, jsonResponse, MeResponse } from "../schemas";
+import { CatalogResponse, DatasetListResponse, envelope, errorResponses, jsonResponse, MeResponse } from "../schemas";
 
 export const meRoutes = createRouter();
 
@@ -44,5 +44,43 @@ meRoutes.openapi(
   async (c) => {
     const principal = c.get("principal");
     return c.json(datasetList(await listVisibleDatasets(c.env.DB, principal, principal.accountName)), 200);
+  },
+);
+
+meRoutes.openapi(
+  createRoute({
+    method: "get",
+    path: "/me/catalog",
+    tags: ["user", "experimental"],
+    summary: "Every dataset the caller sees: its own, those shared with it, and public ones",
+    description:
+      "By account, then name, with the caller's access, whether a grant gives it (shared), visibility, description and the number of data items.",
+    ...authenticated,
+    responses: {
+      200: jsonResponse(CatalogResponse, "The datasets the caller sees"),
+      ...errorResponses([401, "Missing or invalid access token"]),
+    },
+  }),
+  async (c) => {
+    const entries = await listCatalog(c.env.DB, c.get("principal"));
+    return c.json(
+      {
+        ...envelope(200, "OK"),
+        Data: {
+          DatasetCount: entries.length,
+          DatasetList: entries.map((entry) => ({
+            AccountName: entry.accountName,
+            DatasetName: entry.name,
+            Visibility: entry.visibility,
+            Description: entry.description,
+            Access: entry.access,
+            Shared: entry.granted,
+            DataCount: entry.dataCount,
+            UpdatedAt: entry.updatedAt,
+          })),
+        },
+      },
+      200,
+    );
   },
 );
