@@ -1,4 +1,5 @@
 import { render } from "preact";
+import { App } from "./components/App";
 import "./console.css";
 
-render(<p>dqs console</p>, document.getElementById("app")!);
+render(<App />, document.getElementById("app")!);

@@ -1,0 +1,156 @@
+import type { SQLNamespace } from "@codemirror/lang-sql";
+import { useEffect, useRef, useState } from "preact/hooks";
+import type { QueryStatus } from "../api";
+import { completionSchema } from "../catalog-names";
+import { editorState } from "../editor-store";
+import { formatBytes, formatCount, formatDuration, queryDuration } from "../format";
+import { cancelQuery, FINISHED, followQuery, queryStatus, submitQuery } from "../query-runner";
+import { loadResult, type ResultData } from "../results";
+import { sqlName } from "../sql-names";
+import { useSession } from "./App";
+import { SqlEditor } from "./Editor";
+import { ResultView } from "./ResultView";
+import { messageOf, Notice, PageTitle, Spinner } from "./ui";
+
+const EXAMPLE = "-- Name a data item as account.dataset.item; Ctrl+Enter (Cmd+Enter) runs the query.\n";
+
+export function SqlPage() {
+  const { account, catalog } = useSession();
+  const [schema, setSchema] = useState<SQLNamespace>({});
+  const [status, setStatus] = useState<QueryStatus | null>(null);
+  const [result, setResult] = useState<ResultData | null>(null);
+  const [error, setError] = useState<string | null>(null);
+  const [loadingRows, setLoadingRows] = useState(false);
+  const run = useRef<AbortController | null>(null);
+  const running = status !== null && !FINISHED.has(status.Status);
+
+  useEffect(() => {
+    if (catalog) void completionSchema(catalog).then(setSchema);
+  }, [catalog]);
+
+  /** Shows a query: follows it while it runs, then reads its rows. */
+  async function show(first: QueryStatus, signal: AbortSignal) {
+    const last = await followQuery(first, setStatus, signal);
+    if (signal.aborted || last.Status !== "succeeded") return;
+    setLoadingRows(true);
+    try {
+      setResult(await loadResult(last, signal));
+    } finally {
+      setLoadingRows(false);
+    }
+  }
+
+  async function execute() {
+    const text = editorState.sql.trim();
+    if (!text || running) return;
+    run.current?.abort();
+    const controller = new AbortController();
+    run.current = controller;
+    setError(null);
+    setResult(null);
+    setStatus(null);
+    try {
+      const first = await submitQuery(editorState.sql);
+      editorState.queryId = first.QueryId;
+      await show(first, controller.signal);
+    } catch (caught) {
+      if (!controller.signal.aborted) setError(messageOf(caught));
+    }
+  }
+
+  async function cancel() {
+    if (!status) return;
+    try {
+      await cancelQuery(status.QueryId);
+    } catch (caught) {
+      setError(messageOf(caught));
+    }
+  }
+
+  // Coming back to the page shows the last query; a "Re-run" elsewhere runs its SQL at once.
+  useEffect(() => {
+    const controller = new AbortController();
+    run.current = controller;
+    if (editorState.runOnOpen) {
+      editorState.runOnOpen = false;
+      void execute();
+    } else if (editorState.queryId) {
+      queryStatus(editorState.queryId)
+        .then((first) => show(first, controller.signal))
+        .catch((caught) => setError(messageOf(caught)));
+    }
+    return () => run.current?.abort();
+  }, []);
+
+  const firstItem = catalog?.find((entry) => entry.DataCount > 0);
+  return (
+    <>
+      <PageTitle>SQL</PageTitle>
+      <p class="muted">
+        SQLite's dialect, one read-only statement. Name a data item as <code>account.dataset.item</code>
+        {firstItem ? (
+          <>
+            {" "}
+            (for example <code>{sqlName(firstItem.AccountName, firstItem.DatasetName, "…")}</code>)
+          </>
+        ) : null}
+        ; the editor completes names and their columns after a dot. You are <strong>{account}</strong>.
+      </p>
+      <SqlEditor
+        initial={editorState.sql || EXAMPLE}
+        schema={schema}
+        onChange={(text) => {
+          editorState.sql = text;
+        }}
+        onRun={() => void execute()}
+      />
+      <div class="toolbar">
+        <button type="button" onClick={() => void execute()} disabled={running}>
+          Run <kbd>Ctrl</kbd>+<kbd>Enter</kbd>
+        </button>
+        {running && (
+          <button type="button" class="secondary" onClick={() => void cancel()}>
+            Cancel
+          </button>
+        )}
+        <QueryState status={status} loadingRows={loadingRows} />
+      </div>
+      {error && <Notice kind="error">{error}</Notice>}
+      {status?.Status === "failed" && (
+        <Notice kind="error">
+          <strong>The query failed.</strong> {status.Message}
+        </Notice>
+      )}
+      {result && <ResultView queryId={status?.QueryId ?? null} result={result} />}
+    </>
+  );
+}
+
+/** The query's state as it changes: queued, running (and what it is doing), done with figures, or why not. */
+function QueryState(props: { status: QueryStatus | null; loadingRows: boolean }) {
+  const { status } = props;
+  let text = "";
+  if (status) {
+    switch (status.Status) {
+      case "queued":
+      case "running":
+        text = `${status.Status === "queued" ? "Queued" : "Running"}: ${status.Message}`;
+        break;
+      case "succeeded":
+        text = `Succeeded in ${formatDuration(queryDuration(status))} · ${formatCount(status.RowCount ?? 0)} rows · ${formatBytes(status.Size)}`;
+        break;
+      case "failed":
+        text = "Failed";
+        break;
+      case "cancelled":
+        text = "Cancelled";
+        break;
+    }
+  }
+  return (
+    <span class={`query-state ${status?.Status ?? ""}`} role="status" aria-live="polite">
+      {status && !FINISHED.has(status.Status) ? <Spinner label={text} /> : text}
+      {props.loadingRows && <Spinner label="Reading the rows…" />}
+    </span>
+  );
+}

@@ -1,0 +1,49 @@
+import type { ComponentChildren } from "preact";
+import { useEffect, useRef } from "preact/hooks";
+
+/** A message in a box: an error says what went wrong and what to do; it is announced to screen readers. */
+export function Notice(props: { kind: "error" | "info" | "success"; children: ComponentChildren }) {
+  return (
+    <div class={`notice ${props.kind}`} role={props.kind === "error" ? "alert" : "status"}>
+      {props.children}
+    </div>
+  );
+}
+
+/** What an empty list shows: what is missing and what to do next. */
+export function Empty(props: { title: string; children?: ComponentChildren }) {
+  return (
+    <div class="empty">
+      <p class="empty-title">{props.title}</p>
+      {props.children && <p>{props.children}</p>}
+    </div>
+  );
+}
+
+/** A page's heading, focused when the page opens so keyboard and screen-reader users start there. */
+export function PageTitle(props: { children: ComponentChildren; actions?: ComponentChildren }) {
+  const heading = useRef<HTMLHeadingElement>(null);
+  useEffect(() => heading.current?.focus(), []);
+  return (
+    <div class="page-title">
+      <h1 tabIndex={-1} ref={heading}>
+        {props.children}
+      </h1>
+      {props.actions && <div class="page-actions">{props.actions}</div>}
+    </div>
+  );
+}
+
+export function Spinner(props: { label: string }) {
+  return (
+    <span class="spinner" role="status">
+      <span class="spinner-dot" aria-hidden="true" />
+      {props.label}
+    </span>
+  );
+}
+
+/** The message of anything thrown, for a notice. */
+export function messageOf(error: unknown): string {
+  return error instanceof Error ? error.message : String(error);
+}
