@@ -32,7 +32,8 @@ async function datasetItems(account: string, dataset: string): Promise<Record<st
     ).catch(() => null);
     return schema ? storedColumns(schema.Data.Schema).map((column) => column.name) : [];
   });
-  return Object.fromEntries(names.map((name, i) => [name, columns[i]!]));
+  // The editor reads a dot in a key as a level of nesting; an escaped one is part of the name (orders.csv).
+  return Object.fromEntries(names.map((name, i) => [name.replace(/\./g, "\\."), columns[i]!]));
 }
 
 /**

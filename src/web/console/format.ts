@@ -29,7 +29,13 @@ export function formatDuration(ms: number): string {
   return `${Math.floor(ms / 60_000)} min ${Math.round((ms % 60_000) / 1000)} s`;
 }
 
-/** How long a query took, from its status times. */
-export function queryDuration(status: { CreatedAt: string; UpdatedAt: string }): number {
+/** How long a query took: its recorded timings when it has them (the status times are whole seconds). */
+export function queryDuration(status: {
+  CreatedAt: string;
+  UpdatedAt: string;
+  Timings?: { QueueWaitMs: number; LoadMs: number; ExecuteMs: number; WriteMs: number } | null;
+}): number {
+  const t = status.Timings;
+  if (t) return t.QueueWaitMs + t.LoadMs + t.ExecuteMs + t.WriteMs;
   return Math.max(0, Date.parse(status.UpdatedAt) - Date.parse(status.CreatedAt));
 }

@@ -1,4 +1,4 @@
-import { useState } from "preact/hooks";
+import { useEffect, useState } from "preact/hooks";
 import { api, ok, type CatalogEntry } from "../api";
 import { formatCount } from "../format";
 import { href, navigate } from "../route";
@@ -6,7 +6,9 @@ import { useSession } from "./App";
 import { Empty, messageOf, Notice, PageTitle, Spinner } from "./ui";
 
 export function DatasetsPage() {
-  const { account, catalog, catalogError } = useSession();
+  const { account, catalog, catalogError, refreshCatalog } = useSession();
+  // Others share and revoke while this page is closed: it reads the catalog afresh each time it opens.
+  useEffect(() => void refreshCatalog(), []);
   const own = catalog?.filter((entry) => entry.Access === "owner") ?? [];
   const shared = catalog?.filter((entry) => entry.Shared) ?? [];
   const open = catalog?.filter((entry) => entry.Access !== "owner" && !entry.Shared) ?? [];

@@ -9,6 +9,9 @@ import { useEffect, useLayoutEffect, useMemo, useReducer, useRef, useState } fro
 import type { ResultColumn, ResultData, Value } from "../results";
 
 const ROW_HEIGHT = 30;
+const HEAD_HEIGHT = 34;
+/** The grid grows with its rows up to this height, then scrolls. */
+const MAX_HEIGHT = 420;
 
 export interface Sort {
   column: number;
@@ -117,6 +120,7 @@ export function Grid(props: {
       aria-rowcount={order.length + 1}
       aria-colcount={result.columns.length + 1}
       tabIndex={0}
+      style={{ height: `${Math.min(MAX_HEIGHT, HEAD_HEIGHT + order.length * ROW_HEIGHT + 18)}px` }}
     >
       <div class="grid-row grid-head" role="row" aria-rowindex={1} style={{ gridTemplateColumns: template }}>
         <span class="grid-cell rownum" role="columnheader">

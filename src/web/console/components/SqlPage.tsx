@@ -6,7 +6,6 @@ import { editorState } from "../editor-store";
 import { formatBytes, formatCount, formatDuration, queryDuration } from "../format";
 import { cancelQuery, FINISHED, followQuery, queryStatus, submitQuery } from "../query-runner";
 import { loadResult, type ResultData } from "../results";
-import { sqlName } from "../sql-names";
 import { useSession } from "./App";
 import { SqlEditor } from "./Editor";
 import { ResultView } from "./ResultView";
@@ -82,19 +81,13 @@ export function SqlPage() {
     return () => run.current?.abort();
   }, []);
 
-  const firstItem = catalog?.find((entry) => entry.DataCount > 0);
   return (
     <>
       <PageTitle>SQL</PageTitle>
       <p class="muted">
-        SQLite's dialect, one read-only statement. Name a data item as <code>account.dataset.item</code>
-        {firstItem ? (
-          <>
-            {" "}
-            (for example <code>{sqlName(firstItem.AccountName, firstItem.DatasetName, "…")}</code>)
-          </>
-        ) : null}
-        ; the editor completes names and their columns after a dot. You are <strong>{account}</strong>.
+        SQLite's dialect, one read-only statement. Name a data item as <code>account.dataset.item</code> (quote a part
+        with a dot or a dash in backticks: <code>{account}.sales.`orders.csv`</code>); the editor completes names, and
+        columns after a dot. Your queries run as <strong>{account}</strong>.
       </p>
       <SqlEditor
         initial={editorState.sql || EXAMPLE}
@@ -116,11 +109,7 @@ export function SqlPage() {
         <QueryState status={status} loadingRows={loadingRows} />
       </div>
       {error && <Notice kind="error">{error}</Notice>}
-      {status?.Status === "failed" && (
-        <Notice kind="error">
-          <strong>The query failed.</strong> {status.Message}
-        </Notice>
-      )}
+      {status?.Status === "failed" && <Notice kind="error">{status.Message}</Notice>}
       {result && <ResultView queryId={status?.QueryId ?? null} result={result} />}
     </>
   );

@@ -1,0 +1,330 @@
+import { readFile } from "node:fs/promises";
+import type { Browser } from "playwright-core";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { hasChromium, launchBrowser } from "./support/browser";
+import { acceptCompletion, checkStep, person, shot, signIn, typeSql, type Person } from "./support/console";
+import { startWranglerDev, type DevServer } from "./support/wrangler-dev";
+
+// CI installs Chromium; anywhere else without it the browser test is skipped, never silently in CI.
+const browserTest = hasChromium || process.env.CI ? describe : describe.skip;
+
+/** The file alice means to upload, with a typo: "1O.5" (a letter O) in a DOUBLE column. */
+const TYPO_CSV = "id,region,amount,day\n1,north,12.5,2026-01-03\n2,south,7.25,2026-01-04\n3,north,1O.5,2026-01-05\n";
+const ORDERS_CSV =
+  "id,region,amount,day\n" +
+  "1,north,12.5,2026-01-03\n2,south,7.25,2026-01-04\n3,north,10.5,2026-01-05\n4,east,,2026-01-06\n" +
+  "5,south,3.0,2026-01-07\n6,west,21.75,2026-01-08\n7,north,4.5,2026-01-09\n8,east,9.0,2026-01-10\n";
+const TARGETS_CSV = "region,target\nnorth,25\nsouth,15\neast,10\nwest,30\n";
+
+let server: DevServer;
+let browser: Browser;
+
+/** A Content-Security-Policy header as directive name → its sources. */
+function policy(response: Response): Map<string, string[]> {
+  return new Map(
+    (response.headers.get("content-security-policy") ?? "")
+      .split(";")
+      .map((part) => part.trim().split(/\s+/))
+      .filter(([name]) => name)
+      .map(([name, ...sources]) => [name!, sources]),
+  );
+}
+
+beforeAll(async () => {
+  server = await startWranglerDev();
+  if (hasChromium || process.env.CI) browser = await launchBrowser();
+}, 180_000);
+
+afterAll(async () => {
+  await browser?.close();
+  await server?.stop();
+});
+
+/** Picks a file in the upload box as the file chooser would. */
+async function chooseFile(who: Person, name: string, text: string): Promise<void> {
+  await who.page.locator('input[type="file"]').setInputFiles({ name, mimeType: "text/csv", buffer: Buffer.from(text) });
+}
+
+async function createDataset(who: Person, name: string): Promise<void> {
+  await who.page.getByRole("link", { name: "Datasets", exact: true }).click();
+  await who.page.getByLabel("Name", { exact: true }).fill(name);
+  await who.page.getByRole("button", { name: "Create dataset" }).click();
+  await expect.poll(() => who.page.locator("h1").textContent()).toBe(`${who.name}/${name}`);
+}
+
+/** Empties the editor and writes SQL into it at once, as a paste does (no completion pops up). */
+async function pasteSql(who: Person, sql: string): Promise<void> {
+  await who.page.locator(".cm-content").click();
+  await who.page.keyboard.press("ControlOrMeta+a");
+  await who.page.keyboard.press("Delete");
+  await who.page.keyboard.insertText(sql);
+}
+
+/** Runs the editor's query with the keyboard and waits for its outcome (and, when it succeeded, its rows). */
+async function runAndWait(who: Person, outcome: "succeeded" | "failed"): Promise<void> {
+  await who.page.keyboard.press("Control+Enter");
+  await who.page.locator(`.query-state.${outcome}`).waitFor({ timeout: 60_000 });
+  if (outcome === "succeeded") await who.page.locator(".grid-body .grid-row").first().waitFor();
+}
+
+/** The texts of the grid's cells in one column (the first column is the row number). */
+function gridColumn(who: Person, column: number) {
+  return who.page.locator(`.grid-body .grid-row .grid-cell:nth-child(${column + 2})`).allTextContents();
+}
+
+browserTest("the web console, two people from sign-in to a revoked share", () => {
+  let alice: Person;
+  let bob: Person;
+
+  beforeAll(async () => {
+    alice = await person(browser, "alice");
+    bob = await person(browser, "bob");
+  });
+
+  afterAll(async () => {
+    await alice?.context.close();
+    await bob?.context.close();
+  });
+
+  it("should let alice sign in with the service's login and find empty lists that say what to do", async () => {
+    await alice.page.goto(`${server.url}/`);
+    await checkStep(alice.page, "01-landing");
+    await alice.page.getByRole("link", { name: "Open the console" }).click();
+    await alice.page.getByRole("link", { name: "Sign in" }).waitFor();
+    await checkStep(alice.page, "02-sign-in");
+
+    await signIn(alice, server.url);
+
+    await expect.poll(() => alice.page.getByText("No datasets yet — create one above.").count()).toBe(1);
+    await checkStep(alice.page, "03-datasets-empty");
+    // bob signs in too, so that alice can share with his account later.
+    await signIn(bob, server.url);
+  });
+
+  it("should let alice create a dataset and refuse her upload with the typo, naming row, column and value", async () => {
+    await createDataset(alice, "sales");
+    await checkStep(alice.page, "04-dataset-created");
+
+    await chooseFile(alice, "orders.csv", TYPO_CSV);
+    await alice.page.getByLabel("Declare them", { exact: false }).check();
+    await alice.page.getByLabel("Type of id").selectOption("INTEGER");
+    await alice.page.getByLabel("Type of amount").selectOption("DOUBLE");
+    await alice.page.getByLabel("Type of day").selectOption("DATE");
+    await checkStep(alice.page, "05-upload-declared");
+    await alice.page.getByRole("button", { name: "Upload", exact: true }).click();
+
+    const refusal = alice.page.locator(".refusal");
+    await refusal.waitFor();
+    const cells = await refusal.locator("tbody td").allTextContents();
+    expect(cells.slice(0, 2)).toEqual(["3", "amount"]);
+    expect(cells[2]).toContain("'1O.5' is not a valid DOUBLE");
+    await checkStep(alice.page, "06-upload-refused");
+  });
+
+  it("should take the fixed file, list it, and preview its first rows with types and NULLs", async () => {
+    await chooseFile(alice, "orders.csv", ORDERS_CSV);
+    await alice.page.getByLabel("Declare them", { exact: false }).check();
+    await alice.page.getByLabel("Type of id").selectOption("INTEGER");
+    await alice.page.getByLabel("Type of amount").selectOption("DOUBLE");
+    await alice.page.getByLabel("Type of day").selectOption("DATE");
+    await alice.page.getByRole("button", { name: "Upload", exact: true }).click();
+    await alice.page.locator(".notice.success").waitFor();
+    await expect.poll(() => alice.page.locator("table.items tbody tr").count()).toBe(1);
+    await checkStep(alice.page, "07-uploaded");
+
+    await alice.page.getByRole("link", { name: "orders.csv" }).click();
+    await alice.page.locator(".grid-body .grid-row").first().waitFor({ timeout: 60_000 });
+    expect(await gridColumn(alice, 1)).toEqual(["north", "south", "north", "east", "south", "west", "north", "east"]);
+    expect(await alice.page.locator(".grid-body .null").count()).toBe(1);
+    expect(await alice.page.locator("dl.facts").textContent()).toContain("by alice");
+    await checkStep(alice.page, "08-item-preview");
+  });
+
+  it("should complete the item's three-part name and its columns, run the query and chart it", async () => {
+    await alice.page.getByRole("link", { name: "SQL", exact: true }).click();
+    await alice.page.locator(".cm-content").click();
+    await alice.page.keyboard.press("ControlOrMeta+a");
+    await alice.page.keyboard.press("Delete");
+    await typeSql(alice.page, "SELECT o.region, sum(o.amount) AS total");
+    await alice.page.keyboard.press("Escape");
+    await alice.page.keyboard.press("Enter");
+    await typeSql(alice.page, "FROM alice.sal");
+    await acceptCompletion(alice.page, "sales");
+    await typeSql(alice.page, ".ord");
+    await checkStep(alice.page, "09-completion");
+    await acceptCompletion(alice.page, "orders.csv");
+    await typeSql(alice.page, " o");
+    await alice.page.keyboard.press("Escape");
+    await alice.page.keyboard.press("Enter");
+    await typeSql(alice.page, "GROUP BY o.reg");
+    await acceptCompletion(alice.page, "region");
+    await alice.page.keyboard.press("Escape");
+    await alice.page.keyboard.press("Enter");
+    await typeSql(alice.page, "ORDER BY total DESC");
+    await alice.page.keyboard.press("Escape");
+
+    const text = await alice.page.locator(".cm-content").innerText();
+    expect(text.replace(/\s+/g, " ")).toBe(
+      "SELECT o.region, sum(o.amount) AS total FROM alice.sales.`orders.csv` o GROUP BY o.region ORDER BY total DESC",
+    );
+
+    await runAndWait(alice, "succeeded");
+    expect(await gridColumn(alice, 0)).toEqual(["north", "west", "south", "east"]);
+    expect(await gridColumn(alice, 1)).toEqual(["27.5", "21.75", "10.25", "9"]);
+    await checkStep(alice.page, "10-results");
+
+    await alice.page.getByRole("button", { name: "Chart" }).click();
+    await alice.page.locator("canvas[role=img]").waitFor();
+    expect(await alice.page.locator("canvas[role=img]").getAttribute("aria-label")).toBe(
+      "Bar chart of total by region, 4 points",
+    );
+    await checkStep(alice.page, "11-chart");
+  });
+
+  it("should download the result as CSV", async () => {
+    const [download] = await Promise.all([
+      alice.page.waitForEvent("download"),
+      alice.page.getByRole("link", { name: "Download CSV" }).click(),
+    ]);
+    const csv = await readFile((await download.path())!, "utf8");
+    expect(csv).toBe("region,total\nnorth,27.5\nwest,21.75\nsouth,10.25\neast,9.0\n");
+  });
+
+  it("should let alice share the dataset with bob, who sees it under shared and joins it with his own data", async () => {
+    await alice.page.getByRole("link", { name: "Datasets", exact: true }).click();
+    await alice.page.getByRole("link", { name: /alice\/sales/ }).click();
+    await alice.page.getByLabel("Account", { exact: true }).fill("bob");
+    await alice.page.getByRole("button", { name: "Share" }).click();
+    await expect
+      .poll(() => alice.page.locator(".grants li").allTextContents())
+      .toEqual([expect.stringContaining("bob may read")]);
+    await checkStep(alice.page, "12-shared");
+
+    await bob.page.reload();
+    const shared = bob.page.locator("section", { has: bob.page.getByRole("heading", { name: /Shared with you/ }) });
+    await expect.poll(() => shared.locator("li").allTextContents()).toEqual([expect.stringContaining("alice/sales")]);
+    await checkStep(bob.page, "13-bob-sees-shared");
+
+    await createDataset(bob, "plans");
+    await chooseFile(bob, "targets.csv", TARGETS_CSV);
+    await bob.page.getByRole("button", { name: "Upload", exact: true }).click();
+    await bob.page.locator(".notice.success").waitFor();
+
+    await bob.page.getByRole("link", { name: "SQL", exact: true }).click();
+    await pasteSql(
+      bob,
+      "SELECT t.region, t.target, sum(o.amount) AS sold\n" +
+        "FROM bob.plans.`targets.csv` t JOIN alice.sales.`orders.csv` o ON o.region = t.region\n" +
+        "GROUP BY t.region, t.target ORDER BY t.region",
+    );
+    await runAndWait(bob, "succeeded");
+    expect(await gridColumn(bob, 0)).toEqual(["east", "north", "south", "west"]);
+    expect(await gridColumn(bob, 2)).toEqual(["9", "27.5", "10.25", "21.75"]);
+    await checkStep(bob.page, "14-bob-join");
+  });
+
+  it("should take bob's access away when alice revokes the grant", async () => {
+    await alice.page.getByRole("button", { name: "Revoke bob's access" }).click();
+    await alice.page.getByText("Not shared with anyone.").waitFor();
+    await checkStep(alice.page, "15-revoked");
+
+    await runAndWait(bob, "failed");
+    expect(await bob.page.locator(".notice.error").textContent()).toMatch(/alice\.sales/);
+    await checkStep(bob.page, "16-bob-join-fails");
+
+    await bob.page.getByRole("link", { name: "Datasets", exact: true }).click();
+    await bob.page.getByText("Nothing is shared with you yet.").waitFor();
+    await checkStep(bob.page, "17-bob-lost-it");
+  });
+
+  it("should fit a phone's width", async () => {
+    const phone = await person(browser, "alice-phone", { width: 390, height: 844 });
+    try {
+      await signIn(phone, server.url);
+      await createDataset(phone, "notes");
+      await chooseFile(phone, "notes.csv", ORDERS_CSV);
+      await phone.page.getByRole("button", { name: "Upload", exact: true }).click();
+      await phone.page.locator(".notice.success").waitFor();
+      await checkStep(phone.page, "18-phone-dataset");
+      await phone.page.getByRole("link", { name: "SQL", exact: true }).click();
+      await pasteSql(phone, "SELECT region, count(*) AS n FROM `alice-phone.notes.notes.csv` GROUP BY region");
+      await runAndWait(phone, "succeeded");
+      await checkStep(phone.page, "19-phone-results");
+      const overflow = await phone.page.evaluate(() => document.documentElement.scrollWidth - window.innerWidth);
+      expect(overflow).toBeLessThanOrEqual(0);
+    } finally {
+      await phone.context.close();
+    }
+  });
+
+  it("should keep 100,000 rows in a grid that renders only what is in view, sortable", async () => {
+    await alice.page.getByRole("link", { name: "SQL", exact: true }).click();
+    await pasteSql(
+      alice,
+      "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 100000)\n" +
+        "SELECT i, i % 7 AS bucket, CASE WHEN i % 10 = 0 THEN NULL ELSE 'row ' || i END AS label FROM n",
+    );
+    await runAndWait(alice, "succeeded");
+    expect(await alice.page.locator(".result-bar [role=status]").textContent()).toBe("100,000 rows");
+    expect(await alice.page.locator(".grid-body .grid-row").count()).toBeLessThan(60);
+
+    await alice.page.locator(".grid").evaluate((grid) => grid.scrollTo(0, grid.scrollHeight));
+    await expect.poll(() => gridColumn(alice, 0)).toContain("100000");
+    await alice.page.getByRole("button", { name: /^i INTEGER/ }).click();
+    await alice.page.getByRole("button", { name: /^i INTEGER/ }).click();
+    await alice.page.locator(".grid").evaluate((grid) => grid.scrollTo(0, 0));
+    await expect.poll(async () => (await gridColumn(alice, 0))[0]).toBe("100000");
+    expect(await alice.page.locator('[role=columnheader][aria-sort="descending"]').textContent()).toContain("i");
+    await checkStep(alice.page, "19b-100k-rows");
+  });
+
+  it("should sign alice out and revoke her session", async () => {
+    await alice.page.getByRole("button", { name: "Sign out" }).click();
+    await alice.page.getByRole("link", { name: "Sign in" }).waitFor();
+    await shot(alice.page, "20-signed-out");
+    const status = await alice.page.evaluate(async () => (await fetch("/console/session")).status);
+    expect(status).toBe(401);
+  });
+
+  it("should have asked for nothing outside the origin and broken no rule of the page's policy", () => {
+    for (const who of [alice, bob]) {
+      expect(who.problems, who.name).toEqual([]);
+      const outside = who.requests.filter((url) => !url.startsWith(`${server.url}/`) && !/^(data|blob):/.test(url));
+      expect(outside, who.name).toEqual([]);
+      expect(who.requests.length).toBeGreaterThan(10);
+    }
+  });
+});
+
+describe("the console's pages on wrangler dev", () => {
+  it.each(["/", "/console/", "/console/app.js", "/console/app.css", "/v1/docs", "/assets/swagger-ui-bundle.js"])(
+    "should send %s with a policy that runs no inline script and allows no framing, and the usual headers",
+    async (path) => {
+      const response = await fetch(`${server.url}${path}`);
+      expect(response.status).toBe(200);
+      const csp = policy(response);
+      expect(csp.get("default-src")).toEqual(["'none'"]);
+      expect(csp.get("frame-ancestors")).toEqual(["'none'"]);
+      expect(csp.get("script-src") ?? []).not.toContain("'unsafe-inline'");
+      expect(csp.get("style-src")).toEqual(["'self'"]);
+      expect(response.headers.get("x-content-type-options")).toBe("nosniff");
+      expect(response.headers.get("x-frame-options")).toBe("DENY");
+      expect(response.headers.get("referrer-policy")).toBe("no-referrer");
+      await response.arrayBuffer();
+    },
+  );
+
+  it("should let the console's page run its own script and talk to this origin only", async () => {
+    const csp = policy(await fetch(`${server.url}/console/`));
+    expect(csp.get("script-src")).toEqual(["'self'"]);
+    expect(csp.get("connect-src")).toEqual(["'self'"]);
+  });
+
+  it("should still answer an unknown path with the envelope's 404, not a page", async () => {
+    const response = await fetch(`${server.url}/no-such-page`);
+    expect(response.status).toBe(404);
+    expect(await response.json()).toEqual({
+      Status: { Code: 404, Message: expect.stringContaining("No such endpoint") },
+    });
+  });
+});
