@@ -135,6 +135,7 @@ browserTest("the web console, two people from sign-in to a revoked share", () =>
     await alice.page.getByRole("link", { name: "orders.csv" }).click();
     await alice.page.locator(".grid-body .grid-row").first().waitFor({ timeout: 60_000 });
     expect(await gridColumn(alice, 1)).toEqual(["north", "south", "north", "east", "south", "west", "north", "east"]);
+    expect(await gridColumn(alice, 2)).toEqual(["12.5", "7.25", "10.5", "NULL", "3.0", "21.75", "4.5", "9.0"]);
     expect(await alice.page.locator(".grid-body .null").count()).toBe(1);
     expect(await alice.page.locator("dl.facts").textContent()).toContain("by alice");
     await checkStep(alice.page, "08-item-preview");
@@ -170,7 +171,7 @@ browserTest("the web console, two people from sign-in to a revoked share", () =>
 
     await runAndWait(alice, "succeeded");
     expect(await gridColumn(alice, 0)).toEqual(["north", "west", "south", "east"]);
-    expect(await gridColumn(alice, 1)).toEqual(["27.5", "21.75", "10.25", "9"]);
+    expect(await gridColumn(alice, 1)).toEqual(["27.5", "21.75", "10.25", "9.0"]);
     await checkStep(alice.page, "10-results");
 
     await alice.page.getByRole("button", { name: "Chart" }).click();
@@ -219,7 +220,7 @@ browserTest("the web console, two people from sign-in to a revoked share", () =>
     );
     await runAndWait(bob, "succeeded");
     expect(await gridColumn(bob, 0)).toEqual(["east", "north", "south", "west"]);
-    expect(await gridColumn(bob, 2)).toEqual(["9", "27.5", "10.25", "21.75"]);
+    expect(await gridColumn(bob, 2)).toEqual(["9.0", "27.5", "10.25", "21.75"]);
     await checkStep(bob.page, "14-bob-join");
   });
 
@@ -250,7 +251,7 @@ browserTest("the web console, two people from sign-in to a revoked share", () =>
       await pasteSql(phone, "SELECT region, count(*) AS n FROM `alice-phone.notes.notes.csv` GROUP BY region");
       await runAndWait(phone, "succeeded");
       await checkStep(phone.page, "19-phone-results");
-      const overflow = await phone.page.evaluate(() => document.documentElement.scrollWidth - window.innerWidth);
+      const overflow = await phone.page.evaluate<number>("document.documentElement.scrollWidth - window.innerWidth");
       expect(overflow).toBeLessThanOrEqual(0);
     } finally {
       await phone.context.close();

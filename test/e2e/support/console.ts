@@ -29,13 +29,10 @@ export async function person(browser: Browser, name: string, viewport = { width:
   const problems: string[] = [];
   context.on("request", (request) => requests.push(request.url()));
   // The browser's own report of a refused inline style or script, with what it refused, into the console.
-  await context.addInitScript(() =>
-    document.addEventListener("securitypolicyviolation", (event) =>
-      console.error(
-        `Content-Security-Policy refused ${event.violatedDirective} at ${location.href} (${event.sourceFile}:${event.lineNumber}:${event.columnNumber}): ${event.sample}`,
-      ),
-    ),
-  );
+  await context.addInitScript({
+    content: `document.addEventListener("securitypolicyviolation", (event) => console.error(
+      "Content-Security-Policy refused " + event.violatedDirective + " at " + location.href + ": " + event.sample));`,
+  });
   page.on("console", (message) => {
     if (/Content.Security.Policy|Refused to/i.test(message.text())) problems.push(message.text());
   });

@@ -135,7 +135,9 @@ function CreateDataset(props: { account: string }) {
           </select>
         </label>
         <label class="grow">
-          Description <span class="muted">(optional)</span>
+          <span>
+            Description <span class="muted">(optional)</span>
+          </span>
           <input
             name="description"
             maxLength={2000}

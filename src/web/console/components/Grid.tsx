@@ -67,15 +67,18 @@ function useVirtualizer(count: number, scroller: { current: HTMLDivElement | nul
 function columnWidths(columns: ResultColumn[], rows: Value[][]): string {
   const sample = rows.slice(0, 200);
   const widths = columns.map((column, c) => {
-    const longest = sample.reduce((most, row) => Math.max(most, display(row[c]!).length), 0);
-    const chars = Math.max(column.name.length + column.type.length / 2 + 3, longest, 4);
-    return `${Math.min(360, Math.max(72, Math.round(chars * 8 + 24)))}px`;
+    const longest = sample.reduce((most, row) => Math.max(most, display(row[c]!, column.type).length), 0);
+    // The header holds the name, the type (smaller) and the sort mark.
+    const header = column.name.length * 8.5 + column.type.length * 6.5 + 44;
+    return `${Math.round(Math.min(360, Math.max(72, header, longest * 8 + 24)))}px`;
   });
   return `4.5rem ${widths.join(" ")}`;
 }
 
-function display(value: Value): string {
+/** A value as text; a whole DOUBLE keeps its ".0" (as the result CSV writes it), so it never reads as an INTEGER. */
+function display(value: Value, type: string): string {
   if (value === null) return "NULL";
+  if (type === "DOUBLE" && typeof value === "number" && Number.isInteger(value)) return value.toFixed(1);
   return typeof value === "bigint" ? value.toString() : String(value);
 }
 
@@ -85,9 +88,10 @@ function Cell(props: { value: Value; type: string }) {
   if (value === null) return <span class="null">NULL</span>;
   const kind =
     typeof value === "number" || typeof value === "bigint" ? "num" : typeof value === "boolean" ? "bool" : "";
+  const text = display(value, props.type);
   return (
-    <span class={kind} title={display(value).length > 40 ? display(value) : undefined}>
-      {display(value)}
+    <span class={kind} title={text.length > 40 ? text : undefined}>
+      {text}
     </span>
   );
 }

@@ -66,7 +66,7 @@ export function Sharing(props: { account: string; dataset: string }) {
             maxLength={64}
             value={grantee}
             onInput={(event) => setGrantee(event.currentTarget.value)}
-            placeholder="bob"
+            placeholder="their account name"
           />
         </label>
         <label>
