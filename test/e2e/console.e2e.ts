@@ -189,6 +189,27 @@ browserTest("the web console, two people from sign-in to a revoked share", () =>
     ]);
     const csv = await readFile((await download.path())!, "utf8");
     expect(csv).toBe("region,total\nnorth,27.5\nwest,21.75\nsouth,10.25\neast,9.0\n");
+
+    await alice.context.grantPermissions(["clipboard-read", "clipboard-write"]);
+    await alice.page.getByRole("button", { name: "Copy as CSV" }).click();
+    await alice.page.getByText("Copied 4 rows as CSV.").waitFor();
+    expect(await alice.page.evaluate<string>("navigator.clipboard.readText()")).toBe(
+      "region,total\nnorth,27.5\nwest,21.75\nsouth,10.25\neast,9.0\n",
+    );
+  });
+
+  it("should list alice's queries in the history and re-run one", async () => {
+    await alice.page.getByRole("link", { name: "History", exact: true }).click();
+    const entries = alice.page.locator(".history > li");
+    await entries.first().waitFor();
+    const grouped = entries.filter({ hasText: "GROUP BY o.region" });
+    expect(await grouped.locator(".badge").textContent()).toBe("succeeded");
+    await checkStep(alice.page, "11c-history");
+
+    await grouped.getByRole("button", { name: "Re-run" }).click();
+    await alice.page.locator(".query-state.succeeded").waitFor({ timeout: 60_000 });
+    await alice.page.locator(".grid-body .grid-row").first().waitFor();
+    expect(await gridColumn(alice, 0)).toEqual(["north", "west", "south", "east"]);
   });
 
   it("should let alice share the dataset with bob, who sees it under shared and joins it with his own data", async () => {
@@ -277,6 +298,19 @@ browserTest("the web console, two people from sign-in to a revoked share", () =>
     await expect.poll(async () => (await gridColumn(alice, 0))[0]).toBe("100000");
     expect(await alice.page.locator('[role=columnheader][aria-sort="descending"]').textContent()).toContain("i");
     await checkStep(alice.page, "19b-100k-rows");
+  });
+
+  it("should show a long query's live status and cancel it", async () => {
+    await pasteSql(
+      alice,
+      // Rows, not one aggregate: the engine yields between rows, and under wrangler dev the engine and the API
+      // share one workerd, so a statement that never yields would hold up the API's answers too.
+      "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 40000000) SELECT i, i * 2 FROM n",
+    );
+    await alice.page.keyboard.press("Control+Enter");
+    await alice.page.getByRole("button", { name: "Cancel" }).click();
+    await alice.page.locator(".query-state.cancelled").waitFor({ timeout: 60_000 });
+    await checkStep(alice.page, "11b-cancelled");
   });
 
   it("should sign alice out and revoke her session", async () => {

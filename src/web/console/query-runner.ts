@@ -2,8 +2,11 @@ import { api, ok, type QueryStatus } from "./api";
 
 export const FINISHED = new Set<QueryStatus["Status"]>(["succeeded", "failed", "cancelled"]);
 
-/** How long the submit waits for a quick query to end (Prefer: wait): one round trip for most. */
-const SUBMIT_WAIT_SECONDS = 5;
+/**
+ * How long the submit waits for a quick query to end (Prefer: wait): one
+ * round trip for most; a longer one shows its live status (and Cancel) soon.
+ */
+const SUBMIT_WAIT_SECONDS = 1;
 
 /** POST /query with Prefer: wait and an Idempotency-Key (a retried submit never runs twice); the query's status. */
 export async function submitQuery(sql: string): Promise<QueryStatus> {

@@ -82,10 +82,16 @@ async function loadCsv(status: QueryStatus, signal: AbortSignal): Promise<Result
   };
 }
 
-/** The rows as CSV (header row; NULL as an empty field, as the service writes it). */
-export function toCsv(result: ResultData, order?: number[]): string {
-  const rows = (order ?? result.rows.map((_, i) => i)).map((i) =>
-    result.rows[i]!.map((value) => (value === null ? "" : typeof value === "bigint" ? value.toString() : value)),
-  );
-  return Papa.unparse({ fields: result.columns.map((column) => column.name), data: rows }, { newline: "\n" });
+/** A value as text; a whole DOUBLE keeps its ".0", as the result CSV writes it, so it never reads as an INTEGER. */
+export function valueText(value: Value, type: string): string {
+  if (value === null) return "NULL";
+  if (type === "DOUBLE" && typeof value === "number" && Number.isInteger(value)) return value.toFixed(1);
+  return typeof value === "bigint" ? value.toString() : String(value);
+}
+
+/** The rows in the given order as CSV, written as the service writes a result (NULL as an empty field, `\n` ends). */
+export function toCsv(result: ResultData, order: number[]): string {
+  const types = result.columns.map((column) => column.type);
+  const rows = order.map((i) => result.rows[i]!.map((value, c) => (value === null ? "" : valueText(value, types[c]!))));
+  return `${Papa.unparse({ fields: result.columns.map((column) => column.name), data: rows }, { newline: "\n" })}\n`;
 }

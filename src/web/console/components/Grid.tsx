@@ -6,7 +6,7 @@ import {
   type VirtualizerOptions,
 } from "@tanstack/virtual-core";
 import { useEffect, useLayoutEffect, useMemo, useReducer, useRef, useState } from "preact/hooks";
-import type { ResultColumn, ResultData, Value } from "../results";
+import { valueText, type ResultColumn, type ResultData, type Value } from "../results";
 
 const ROW_HEIGHT = 30;
 const HEAD_HEIGHT = 34;
@@ -67,19 +67,12 @@ function useVirtualizer(count: number, scroller: { current: HTMLDivElement | nul
 function columnWidths(columns: ResultColumn[], rows: Value[][]): string {
   const sample = rows.slice(0, 200);
   const widths = columns.map((column, c) => {
-    const longest = sample.reduce((most, row) => Math.max(most, display(row[c]!, column.type).length), 0);
+    const longest = sample.reduce((most, row) => Math.max(most, valueText(row[c]!, column.type).length), 0);
     // The header holds the name, the type (smaller) and the sort mark.
     const header = column.name.length * 8.5 + column.type.length * 6.5 + 44;
     return `${Math.round(Math.min(360, Math.max(72, header, longest * 8 + 24)))}px`;
   });
   return `4.5rem ${widths.join(" ")}`;
-}
-
-/** A value as text; a whole DOUBLE keeps its ".0" (as the result CSV writes it), so it never reads as an INTEGER. */
-function display(value: Value, type: string): string {
-  if (value === null) return "NULL";
-  if (type === "DOUBLE" && typeof value === "number" && Number.isInteger(value)) return value.toFixed(1);
-  return typeof value === "bigint" ? value.toString() : String(value);
 }
 
 /** A cell: NULL, numbers and booleans each look like what they are, never like text. */
@@ -88,7 +81,7 @@ function Cell(props: { value: Value; type: string }) {
   if (value === null) return <span class="null">NULL</span>;
   const kind =
     typeof value === "number" || typeof value === "bigint" ? "num" : typeof value === "boolean" ? "bool" : "";
-  const text = display(value, props.type);
+  const text = valueText(value, props.type);
   return (
     <span class={kind} title={text.length > 40 ? text : undefined}>
       {text}

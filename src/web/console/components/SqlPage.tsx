@@ -7,6 +7,7 @@ import { formatBytes, formatCount, formatDuration, queryDuration } from "../form
 import { cancelQuery, FINISHED, followQuery, queryStatus, submitQuery } from "../query-runner";
 import { loadResult, type ResultData } from "../results";
 import { useSession } from "./App";
+import { sqlName } from "../sql-names";
 import { SqlEditor } from "./Editor";
 import { ResultView } from "./ResultView";
 import { messageOf, Notice, PageTitle, Spinner } from "./ui";
@@ -21,7 +22,8 @@ export function SqlPage() {
   const [error, setError] = useState<string | null>(null);
   const [loadingRows, setLoadingRows] = useState(false);
   const run = useRef<AbortController | null>(null);
-  const running = status !== null && !FINISHED.has(status.Status);
+  const [submitting, setSubmitting] = useState(false);
+  const running = submitting || (status !== null && !FINISHED.has(status.Status));
 
   useEffect(() => {
     if (catalog) void completionSchema(catalog).then(setSchema);
@@ -48,8 +50,9 @@ export function SqlPage() {
     setError(null);
     setResult(null);
     setStatus(null);
+    setSubmitting(true);
     try {
-      const first = await submitQuery(editorState.sql);
+      const first = await submitQuery(editorState.sql).finally(() => setSubmitting(false));
       editorState.queryId = first.QueryId;
       await show(first, controller.signal);
     } catch (caught) {
@@ -86,8 +89,8 @@ export function SqlPage() {
       <PageTitle>SQL</PageTitle>
       <p class="muted">
         SQLite's dialect, one read-only statement. Name a data item as <code>account.dataset.item</code> (quote a part
-        with a dot or a dash in backticks: <code>{account}.sales.`orders.csv`</code>); the editor completes names, and
-        columns after a dot. Your queries run as <strong>{account}</strong>.
+        with a dot or a dash in backticks: <code>{sqlName(account, "sales", "orders.csv")}</code>); the editor completes
+        names, and columns after a dot. Your queries run as <strong>{account}</strong>.
       </p>
       <SqlEditor
         initial={editorState.sql || EXAMPLE}
@@ -101,12 +104,12 @@ export function SqlPage() {
         <button type="button" onClick={() => void execute()} disabled={running}>
           Run <kbd>Ctrl</kbd>+<kbd>Enter</kbd>
         </button>
-        {running && (
+        {running && status && (
           <button type="button" class="secondary" onClick={() => void cancel()}>
             Cancel
           </button>
         )}
-        <QueryState status={status} loadingRows={loadingRows} />
+        {submitting ? <Spinner label="Submitting…" /> : <QueryState status={status} loadingRows={loadingRows} />}
       </div>
       {error && <Notice kind="error">{error}</Notice>}
       {status?.Status === "failed" && <Notice kind="error">{status.Message}</Notice>}
@@ -132,7 +135,7 @@ function QueryState(props: { status: QueryStatus | null; loadingRows: boolean })
         text = "Failed";
         break;
       case "cancelled":
-        text = "Cancelled";
+        text = status.Message ? `Cancelled: ${status.Message}` : "Cancelled";
         break;
     }
   }

@@ -91,6 +91,7 @@ export function Upload(props: {
       );
       setOutcome({ kind: "done", message });
       setFile(null);
+      setProgress(null);
       await props.onUploaded();
     } catch (error) {
       if (error instanceof DOMException && error.name === "AbortError")
