@@ -51,8 +51,8 @@ describe("HTML pages", () => {
     expect(csp.get("frame-ancestors")).toEqual(["'none'"]);
     expect(csp.get("base-uri")).toEqual(["'none'"]);
     // Scripts only of this origin, and only where a page of the route has one: the tokens page's Copy buttons (the
-    // login routes also show the terms page), Swagger UI.
-    const scripts = ["the terms page", "the tokens page", "the API docs"].includes(page);
+    // login routes also show the terms page), Swagger UI, the web console.
+    const scripts = ["the terms page", "the tokens page", "the API docs", "the web console"].includes(page);
     expect(csp.get("script-src")).toEqual(scripts ? ["'self'"] : undefined);
     expect(csp.get("style-src")).toEqual(["'self'"]);
     expect(response.headers.get("referrer-policy")).toBe("no-referrer");
@@ -67,7 +67,7 @@ describe("HTML pages", () => {
       const html = await (await open()).text();
 
       expect(html).not.toMatch(/<script(?![^>]*\bsrc=)[^>]*>/);
-      expect(/<script\b/.test(html)).toBe(page === "the tokens page" || page === "the API docs");
+      expect(/<script\b/.test(html)).toBe(["the tokens page", "the API docs", "the web console"].includes(page));
       expect(html).not.toMatch(/<style\b|\sstyle=|\son[a-z]+=/i);
       const files = loadedFiles(html);
       expect(files.length).toBeGreaterThan(0);
