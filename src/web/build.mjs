@@ -26,6 +26,9 @@ const bundle = (outdir) => ({
   outdir,
   bundle: true,
   format: "esm",
+  // The editor and the chart (most of the weight) are chunks of their own, loaded by the pages that use them.
+  splitting: true,
+  chunkNames: "chunks/[name]-[hash]",
   platform: "browser",
   target: ["chrome120", "firefox120", "safari17"],
   minify: !watch,

@@ -2,9 +2,8 @@ import { useEffect, useMemo, useState } from "preact/hooks";
 import { apiCapabilities } from "../api";
 import { formatCount } from "../format";
 import { toCsv, type ResultData } from "../results";
-import { QuickChart } from "./Chart";
 import { Grid, sortOrder, type Sort } from "./Grid";
-import { Notice } from "./ui";
+import { Notice, Spinner, useLazy } from "./ui";
 
 /** A result: the grid or a chart, downloads in every format the API offers, and a copy as CSV. */
 export function ResultView(props: { queryId: string | null; result: ResultData; compact?: boolean }) {
@@ -14,6 +13,7 @@ export function ResultView(props: { queryId: string | null; result: ResultData; 
   const [formats, setFormats] = useState<string[]>(["csv"]);
   const [copied, setCopied] = useState<string | null>(null);
   const order = useMemo(() => sortOrder(result.rows, sort), [result, sort]);
+  const chart = useLazy(() => import("./Chart"), tab === "chart");
 
   useEffect(() => {
     void apiCapabilities().then((capabilities) => setFormats(capabilities.formats));
@@ -67,8 +67,10 @@ export function ResultView(props: { queryId: string | null; result: ResultData; 
         <p class="muted">The query returned no columns.</p>
       ) : tab === "table" ? (
         <Grid result={result} order={order} sort={sort} onSort={setSort} />
+      ) : chart ? (
+        <chart.QuickChart result={result} order={order} />
       ) : (
-        <QuickChart result={result} order={order} />
+        <Spinner label="Loading the chart…" />
       )}
     </div>
   );

@@ -8,9 +8,8 @@ import { cancelQuery, FINISHED, followQuery, queryStatus, submitQuery } from "..
 import { loadResult, type ResultData } from "../results";
 import { useSession } from "./App";
 import { sqlName } from "../sql-names";
-import { SqlEditor } from "./Editor";
 import { ResultView } from "./ResultView";
-import { messageOf, Notice, PageTitle, Spinner } from "./ui";
+import { messageOf, Notice, PageTitle, Spinner, useLazy } from "./ui";
 
 const EXAMPLE = "-- Name a data item as account.dataset.item; Ctrl+Enter (Cmd+Enter) runs the query.\n";
 
@@ -23,6 +22,7 @@ export function SqlPage() {
   const [loadingRows, setLoadingRows] = useState(false);
   const run = useRef<AbortController | null>(null);
   const [submitting, setSubmitting] = useState(false);
+  const editor = useLazy(() => import("./Editor"));
   const running = submitting || (status !== null && !FINISHED.has(status.Status));
 
   useEffect(() => {
@@ -92,14 +92,18 @@ export function SqlPage() {
         with a dot or a dash in backticks: <code>{sqlName(account, "sales", "orders.csv")}</code>); the editor completes
         names, and columns after a dot. Your queries run as <strong>{account}</strong>.
       </p>
-      <SqlEditor
-        initial={editorState.sql || EXAMPLE}
-        schema={schema}
-        onChange={(text) => {
-          editorState.sql = text;
-        }}
-        onRun={() => void execute()}
-      />
+      {editor ? (
+        <editor.SqlEditor
+          initial={editorState.sql || EXAMPLE}
+          schema={schema}
+          onChange={(text) => {
+            editorState.sql = text;
+          }}
+          onRun={() => void execute()}
+        />
+      ) : (
+        <Spinner label="Loading the editor…" />
+      )}
       <div class="toolbar">
         <button type="button" onClick={() => void execute()} disabled={running}>
           Run <kbd>Ctrl</kbd>+<kbd>Enter</kbd>

@@ -1,5 +1,5 @@
 import type { ComponentChildren } from "preact";
-import { useEffect, useRef } from "preact/hooks";
+import { useEffect, useRef, useState } from "preact/hooks";
 
 /** A message in a box: an error says what went wrong and what to do; it is announced to screen readers. */
 export function Notice(props: { kind: "error" | "info" | "success"; children: ComponentChildren }) {
@@ -46,4 +46,16 @@ export function Spinner(props: { label: string }) {
 /** The message of anything thrown, for a notice. */
 export function messageOf(error: unknown): string {
   return error instanceof Error ? error.message : String(error);
+}
+
+/**
+ * A module loaded on first use (the SQL editor, the chart: most of the
+ * bundle's weight), so the other pages start without them; null until loaded.
+ */
+export function useLazy<T>(load: () => Promise<T>, when = true): T | null {
+  const [module, setModule] = useState<T | null>(null);
+  useEffect(() => {
+    if (when && !module) void load().then(setModule);
+  }, [when]);
+  return module;
 }
