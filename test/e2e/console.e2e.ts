@@ -152,6 +152,7 @@ browserTest("the web console, two people from sign-in to a revoked share", () =>
     await typeSql(alice.page, "FROM alice.sal");
     await acceptCompletion(alice.page, "sales");
     await typeSql(alice.page, ".ord");
+    await alice.page.locator(".cm-tooltip-autocomplete li", { hasText: "orders.csv" }).waitFor();
     await checkStep(alice.page, "09-completion");
     await acceptCompletion(alice.page, "orders.csv");
     await typeSql(alice.page, " o");

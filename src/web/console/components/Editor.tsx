@@ -13,6 +13,8 @@ const EDITOR_THEME = EditorView.theme({
   ".cm-scroller": { fontFamily: 'ui-monospace, "SFMono-Regular", Menlo, Consolas, monospace', minHeight: "9rem" },
   ".cm-gutters": { backgroundColor: "#f6f8fa", color: "#57606a", borderRight: "1px solid #d8dee4" },
   "&.cm-focused .cm-matchingBracket": { backgroundColor: "#cfe3ff", color: "#1b1f24" },
+  // The default keyword icon is an emoji, which machines without an emoji font show as a box.
+  ".cm-completionIcon-keyword:after": { content: "'K'", fontSize: "80%" },
 });
 
 /** Token colours that keep 4.5:1 contrast on white (WCAG AA), unlike some of the default ones. */
