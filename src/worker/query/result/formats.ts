@@ -3,13 +3,13 @@ import {
   Field,
   Float64,
   Int64,
-  makeBuilder,
   makeData,
   RecordBatch,
   RecordBatchFileWriter,
   Schema,
   Struct,
   Utf8,
+  type Data,
   type DataType,
 } from "apache-arrow";
 import { ByteWriter, ParquetWriter, type SchemaElement } from "hyparquet-writer";
@@ -118,6 +118,42 @@ class CollectedBytes extends AsyncByteQueue {
   }
 }
 
+/**
+ * One column of a batch as Arrow data: values and a validity bitmap, made
+ * directly (apache-arrow's builders compile their null test with `new
+ * Function`, which Workers forbid).
+ */
+function arrowColumn(type: DataTypeName, rows: string[][], column: number): Data {
+  const length = rows.length;
+  const validity = new Uint8Array(Math.ceil(length / 8));
+  let nullCount = 0;
+  const values = rows.map((row, r) => {
+    const value = nativeValue(row[column]!, type);
+    if (value === null) nullCount++;
+    else validity[r >> 3]! |= 1 << (r & 7);
+    return value;
+  });
+  const common = { length, nullCount, nullBitmap: validity };
+  if (type === "INTEGER")
+    return makeData({
+      ...common,
+      type: new Int64(),
+      data: BigInt64Array.from(values, (v) => (v as bigint | null) ?? 0n),
+    });
+  if (type === "DOUBLE")
+    return makeData({
+      ...common,
+      type: new Float64(),
+      data: Float64Array.from(values, (v) => (v as number | null) ?? 0),
+    });
+  const texts = values.map((v) => (v === null ? new Uint8Array(0) : encoder.encode(v as string)));
+  const valueOffsets = new Int32Array(length + 1);
+  texts.forEach((bytes, r) => (valueOffsets[r + 1] = valueOffsets[r]! + bytes.byteLength));
+  const data = new Uint8Array(valueOffsets[length]!);
+  texts.forEach((bytes, r) => data.set(bytes, valueOffsets[r]));
+  return makeData({ ...common, type: new Utf8(), valueOffsets, data });
+}
+
 /** Arrow IPC file format (apache-arrow): INTEGER as Int64, DOUBLE as Float64, STRING as Utf8, all nullable; a record batch per batch. */
 function arrowEncoder({ names, types }: FileColumns): Encoder {
   const arrowType = (type: DataTypeName): DataType =>
@@ -129,11 +165,7 @@ function arrowEncoder({ names, types }: FileColumns): Encoder {
   return {
     write(rows) {
       if (rows.length === 0) return [];
-      const children = schema.fields.map((field, i) => {
-        const builder = makeBuilder({ type: field.type, nullValues: [null] });
-        for (const row of rows) builder.append(nativeValue(row[i]!, types[i]!));
-        return builder.finish().flush();
-      });
+      const children = types.map((type, i) => arrowColumn(type, rows, i));
       const data = makeData({ type: new Struct(schema.fields), length: rows.length, nullCount: 0, children });
       writer.write(new RecordBatch(schema, data));
       return sink.take();
