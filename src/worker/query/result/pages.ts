@@ -9,7 +9,7 @@ import { jsonValue, type JsonValue } from "./values";
 export const PAGE_DEFAULT_ROWS = 1000;
 export const PAGE_MAX_ROWS = 10_000;
 /** A page ends early (after at least one row) once it has read this much CSV, so wide rows still make a modest answer. */
-export const PAGE_MAX_BYTES = 8 * 1024 * 1024;
+const PAGE_MAX_BYTES = 8 * 1024 * 1024;
 
 /** A succeeded query's result, as its record describes it. */
 export interface StoredResult {
