@@ -44,7 +44,7 @@ describe("query() through the pages of the rows endpoint", () => {
     const submitted = await client.submitQuery("SELECT 1 AS one, NULL AS none", { waitSeconds: 20 });
     const before = sent.length;
 
-    const result = await client.queryRows(submitted.queryId, submitted.firstPage);
+    const result = await client.queryRows(submitted.queryId, { first: submitted.firstPage });
 
     expect(submitted.state).toBe("succeeded");
     expect(submitted.firstPage?.NextCursor).toBeNull();
