@@ -170,7 +170,7 @@ describe("GET /v1/query/{QueryId}/results/rows", () => {
     expect(pages.flatMap((p) => p.Rows.map((row) => [row[0], (row[1] as string).length]))).toEqual(
       Array.from({ length: 12 }, (_, r) => [r + 1, 1048576]),
     );
-  }, 30_000);
+  });
 
   it("should type 64-bit integers beyond 2^53 as exact strings and NULL as null", async () => {
     const queryId = await finishedQuery(`SELECT * FROM (VALUES
