@@ -1343,7 +1343,7 @@ export interface paths {
         };
         /**
          * Download the result (CSV, or NDJSON, Parquet or Arrow)
-         * @description Redirects to a short-lived signed URL of the result CSV (header row, UTF-8, \n line ends, RFC 4180 quoting, NULL as an empty field), or with `format` (experimental) of the result in that format, made from the CSV when first asked for and kept until the result expires: `ndjson` (one JSON object per row, keyed by column name, values as results/rows types them), `parquet` or `arrow` (Arrow IPC file), whose columns carry the result's types (INTEGER as 64-bit integers, DOUBLE as 64-bit floats, STRING as UTF-8 text, all nullable). Columns whose names repeat are named as an upload names them (`_2`, `_3`).
+         * @description Redirects to a short-lived signed URL of the result CSV (header row, UTF-8, \n line ends, RFC 4180 quoting, NULL as an empty field), or with `format` (experimental) of the result in that format, made from the CSV when first asked for and kept until the result expires: `ndjson` (one JSON object per row, keyed by column name, values as results/rows types them), `parquet` or `arrow` (Arrow IPC file), whose columns carry the result's types (INTEGER as 64-bit integers, DOUBLE as 64-bit floats, BOOLEAN, DATE, STRING and TIMESTAMP as UTF-8 text, all nullable). Columns whose names repeat are named as an upload names them (`_2`, `_3`).
          */
         get: {
             parameters: {
@@ -2036,8 +2036,8 @@ export interface components {
                 /** @example INTEGER */
                 DataType: string;
             }[];
-            /** @description The rows of this page, each an array in column order. INTEGER and DOUBLE values are JSON numbers, but an INTEGER beyond ±(2^53 − 1) (and an infinite DOUBLE) is a string, exact; NULL is null (the result CSV cannot tell an empty string from NULL, so an empty string is null too) */
-            Rows: (string | number | null)[][];
+            /** @description The rows of this page, each an array in column order. INTEGER and DOUBLE values are JSON numbers, but an INTEGER beyond ±(2^53 − 1) (and an infinite DOUBLE) is a string, exact; BOOLEAN is true or false; DATE and TIMESTAMP are their ISO 8601 text; NULL is null (the result CSV cannot tell an empty string from NULL, so an empty string is null too) */
+            Rows: (string | number | boolean | null)[][];
             /** @description Rows in the whole result */
             RowCount: number;
             /** @description Pass as `cursor` for the next page; null on the last. Opaque and signed */

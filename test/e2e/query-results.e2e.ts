@@ -23,6 +23,8 @@ function item(i: number) {
     big: i % 7 === 0 ? null : (i % 2 === 0 ? 1n : -1n) * (9007199254740993n + BigInt(i)),
     ratio: i % 5 === 0 ? null : i / 8,
     label: i % 11 === 0 ? null : i % 3 === 0 ? `say "${i}", ok` : `row ü${i}`,
+    ok: i % 4 === 0 ? null : i % 2 === 0,
+    day: i % 6 === 0 ? null : new Date(Date.UTC(2024, 0, 1) + i * 86_400_000).toISOString().slice(0, 10),
   };
 }
 
@@ -33,19 +35,26 @@ function itemCsv(): string {
       : typeof value === "string" && /[",]/.test(value)
         ? `"${value.replace(/"/g, '""')}"`
         : String(value);
-  const lines = ["id,big,ratio,label"];
+  const lines = ["id,big,ratio,label,ok,day"];
   for (let i = 1; i <= ROWS; i++) lines.push(Object.values(item(i)).map(field).join(","));
   return `${lines.join("\n")}\n`;
 }
 
-/** Row i as the rows endpoint types it: the 64-bit values, all beyond 2^53, as strings. */
+/** Row i as the rows endpoint types it: the 64-bit values, all beyond 2^53, as strings; dates as their text. */
 function jsonRow(i: number): unknown[] {
-  const { id, big, ratio, label } = item(i);
-  return [id, big === null ? null : String(big), ratio, label];
+  const { id, big, ratio, label, ok, day } = item(i);
+  return [id, big === null ? null : String(big), ratio, label, ok, day];
 }
 
-const SQL = `SELECT id, big, ratio, label FROM "${ACCOUNT}".results.items ORDER BY id`;
-const DUCK_TYPES: Record<string, string> = { INTEGER: "BIGINT", DOUBLE: "DOUBLE", STRING: "VARCHAR" };
+const SQL = `SELECT id, big, ratio, label, ok, day FROM "${ACCOUNT}".results.items ORDER BY id`;
+const DUCK_TYPES: Record<string, string> = {
+  INTEGER: "BIGINT",
+  DOUBLE: "DOUBLE",
+  STRING: "VARCHAR",
+  BOOLEAN: "BOOLEAN",
+  DATE: "DATE",
+  TIMESTAMP: "VARCHAR",
+};
 
 let server: DevServer;
 let client: DqsClient;
@@ -116,7 +125,14 @@ describe("a multi-page result", () => {
     const second = await client.resultPage(queryId, { limit: 1000, cursor: first.NextCursor! });
 
     expect(first.RowCount).toBe(ROWS);
-    expect(second.Columns.map((column) => column.DataType)).toEqual(["INTEGER", "INTEGER", "DOUBLE", "STRING"]);
+    expect(second.Columns.map((column) => column.DataType)).toEqual([
+      "INTEGER",
+      "INTEGER",
+      "DOUBLE",
+      "STRING",
+      "BOOLEAN",
+      "DATE",
+    ]);
     expect(second.Rows).toEqual(Array.from({ length: 1000 }, (_, r) => jsonRow(r + 1001)));
     expect(second.NextCursor).toEqual(expect.any(String));
   });
@@ -126,8 +142,8 @@ describe("a multi-page result", () => {
 
     const parquet = await duckRead(`SELECT * FROM read_parquet('${await saved(queryId, "parquet")}')`);
 
-    expect(parquet.names).toEqual(["id", "big", "ratio", "label"]);
-    expect(parquet.types).toEqual(["BIGINT", "BIGINT", "DOUBLE", "VARCHAR"]);
+    expect(parquet.names).toEqual(["id", "big", "ratio", "label", "ok", "day"]);
+    expect(parquet.types).toEqual(["BIGINT", "BIGINT", "DOUBLE", "VARCHAR", "BOOLEAN", "DATE"]);
     expect(csv.types).toEqual(parquet.types);
     expect(csv.rows).toHaveLength(ROWS);
     expect(parquet.rows).toEqual(csv.rows);
@@ -143,8 +159,16 @@ describe("a multi-page result", () => {
       ["big", "Int64"],
       ["ratio", "Float64"],
       ["label", "Utf8"],
+      ["ok", "Bool"],
+      ["day", "Date32<DAY>"],
     ]);
-    expect(table.toArray().map((row) => Object.values((row as { toJSON(): object }).toJSON()))).toEqual(csv.rows);
+    // Arrow's Date32 reads as epoch milliseconds, DuckDB's DATE as a value printing YYYY-MM-DD.
+    const dayText = (value: unknown) =>
+      value === null ? null : typeof value === "number" ? new Date(value).toISOString().slice(0, 10) : String(value);
+    const arrowRows = table.toArray().map((row) => Object.values((row as { toJSON(): object }).toJSON()));
+    expect(arrowRows.map((row) => [...row.slice(0, 5), dayText(row[5])])).toEqual(
+      csv.rows.map((row) => [...row.slice(0, 5), dayText(row[5])]),
+    );
   });
 });
 
@@ -174,9 +198,10 @@ describe("dqs query --format", () => {
 
     expect(result.code, result.stderr).toBe(0);
     const parquet = await duckRead(`SELECT * FROM read_parquet('${path}')`);
-    expect(parquet.types).toEqual(["BIGINT", "BIGINT", "DOUBLE", "VARCHAR"]);
+    expect(parquet.types).toEqual(["BIGINT", "BIGINT", "DOUBLE", "VARCHAR", "BOOLEAN", "DATE"]);
     expect(parquet.rows).toHaveLength(ROWS);
-    expect(parquet.rows[2]).toEqual([3n, -9007199254740996n, 3 / 8, 'say "3", ok']);
+    expect(parquet.rows[2]!.slice(0, 5)).toEqual([3n, -9007199254740996n, 3 / 8, 'say "3", ok', false]);
+    expect(String(parquet.rows[2]![5])).toBe("2024-01-04");
     expect(parquet.rows[6]![1]).toBeNull();
   });
 
@@ -207,6 +232,6 @@ describe("dqs query --format", () => {
     expect((await dqs(["query", `${SQL} LIMIT 5`, "--format", "csv", "-o", csv])).code).toBe(0);
 
     expect(tableFromIPC(readFileSync(arrow)).numRows).toBe(5);
-    expect(readFileSync(csv, "utf8").split("\n")[0]).toBe("id,big,ratio,label");
+    expect(readFileSync(csv, "utf8").split("\n")[0]).toBe("id,big,ratio,label,ok,day");
   });
 });

@@ -7,7 +7,7 @@ import { resultObjectKey } from "../../src/worker/storage/keys";
 import { followDownload } from "../support/catalog";
 import { call, readEnvelope, workerWith, type Fetch } from "../support/http";
 import { authHeader, login, type LoggedIn } from "../support/login";
-import { consume, queryGet, resultText, serviceWith, submitOk, TestQueue } from "../support/query";
+import { consume, queryGet, resultText, seedDataset, serviceWith, submitOk, TestQueue } from "../support/query";
 
 let owner: LoggedIn;
 
@@ -193,6 +193,53 @@ describe("GET /v1/query/{QueryId}/results/rawdata?format=", () => {
     const csv = await readEnvelope(await queryGet(owner.accessToken, queryId, "results/rawdata"), 400);
 
     expect(body.Status.Message).toBe(csv.Status.Message);
+  });
+
+  it("should give BOOLEAN, DATE and TIMESTAMP columns their types: Parquet BOOLEAN and DATE, Arrow Bool and Date32, timestamps as ISO text", async () => {
+    const dataset = `formats_${crypto.randomUUID().replace(/-/g, "").slice(0, 8)}`;
+    await seedDataset(owner.accessToken, owner.accountName, dataset, {
+      kinds: {
+        columns: [
+          ["n", "INTEGER"],
+          ["flag", "BOOLEAN"],
+          ["day", "DATE"],
+          ["at", "TIMESTAMP"],
+        ],
+        csv: "n,flag,day,at\n1,true,2024-01-02,2024-01-02T03:04:05Z\n2,0,0099-12-31,2024-01-02 03:04\n3,,,\n",
+      },
+    });
+    const queryId = await finishedQuery(`SELECT flag, day, at FROM ${owner.accountName}.${dataset}.kinds ORDER BY n`);
+
+    const rows = await readEnvelope<{ Columns: { DataType: string }[]; Rows: unknown[][] }>(
+      await call(`/v1/query/${queryId}/results/rows`, { headers: authHeader(owner.accessToken) }),
+      200,
+    );
+    const parquet = await parquetOf(queryId);
+    const arrow = await arrowOf(queryId);
+
+    expect(rows.Data.Columns.map((column) => column.DataType)).toEqual(["BOOLEAN", "DATE", "TIMESTAMP"]);
+    expect(rows.Data.Rows).toEqual([
+      [true, "2024-01-02", "2024-01-02T03:04:05Z"],
+      [false, "0099-12-31", "2024-01-02T03:04:00"],
+      [null, null, null],
+    ]);
+    expect(parquet.columns).toEqual([
+      { name: "flag", type: "BOOLEAN", converted: undefined, repetition: "OPTIONAL" },
+      { name: "day", type: "INT32", converted: "DATE", repetition: "OPTIONAL" },
+      { name: "at", type: "BYTE_ARRAY", converted: "UTF8", repetition: "OPTIONAL" },
+    ]);
+    const day = (text: string) => new Date(`${text}T00:00:00Z`);
+    expect(parquet.rows).toEqual([
+      [true, day("2024-01-02"), "2024-01-02T03:04:05Z"],
+      [false, day("0099-12-31"), "2024-01-02T03:04:00"],
+      [null, null, null],
+    ]);
+    expect(arrow.fields.map((field) => field.type)).toEqual(["Bool", "Date32<DAY>", "Utf8"]);
+    expect(arrow.rows).toEqual([
+      [true, day("2024-01-02").getTime(), "2024-01-02T03:04:05Z"],
+      [false, day("0099-12-31").getTime(), "2024-01-02T03:04:00"],
+      [null, null, null],
+    ]);
   });
 
   it("should write typed files for an empty result", async () => {

@@ -154,9 +154,9 @@ const ResultRows = z
     Columns: z
       .array(z.object({ Name: z.string(), DataType: z.string().openapi({ example: "INTEGER" }) }))
       .openapi({ description: "The result's columns, in order, typed as its schema says" }),
-    Rows: z.array(z.array(z.union([z.string(), z.number(), z.null()]))).openapi({
+    Rows: z.array(z.array(z.union([z.string(), z.number(), z.boolean(), z.null()]))).openapi({
       description:
-        "The rows of this page, each an array in column order. INTEGER and DOUBLE values are JSON numbers, but an INTEGER beyond ±(2^53 − 1) (and an infinite DOUBLE) is a string, exact; NULL is null (the result CSV cannot tell an empty string from NULL, so an empty string is null too)",
+        "The rows of this page, each an array in column order. INTEGER and DOUBLE values are JSON numbers, but an INTEGER beyond ±(2^53 − 1) (and an infinite DOUBLE) is a string, exact; BOOLEAN is true or false; DATE and TIMESTAMP are their ISO 8601 text; NULL is null (the result CSV cannot tell an empty string from NULL, so an empty string is null too)",
     }),
     RowCount: z.number().int().openapi({ description: "Rows in the whole result" }),
     NextCursor: z

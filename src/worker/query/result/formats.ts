@@ -1,5 +1,7 @@
 import {
   AsyncByteQueue,
+  Bool,
+  DateDay,
   Field,
   Float64,
   Int64,
@@ -66,7 +68,12 @@ function ndjsonEncoder({ names, types }: FileColumns): Encoder {
   };
 }
 
-/** Parquet (hyparquet-writer): INTEGER as INT64, DOUBLE as DOUBLE, STRING as UTF-8 BYTE_ARRAY, all nullable; one row group per batch. */
+/**
+ * Parquet (hyparquet-writer), all columns nullable: INTEGER as INT64, DOUBLE,
+ * BOOLEAN, DATE as INT32 DATE, STRING and TIMESTAMP as UTF-8 text (a TIMESTAMP
+ * column may hold both UTC and zoneless values, which no one Parquet timestamp
+ * type holds); one row group per batch.
+ */
 function parquetEncoder({ names, types }: FileColumns): Encoder {
   const schema: SchemaElement[] = [
     { name: "root", num_children: names.length },
@@ -74,6 +81,8 @@ function parquetEncoder({ names, types }: FileColumns): Encoder {
       const type = types[i]!;
       if (type === "INTEGER") return { name, type: "INT64", repetition_type: "OPTIONAL" };
       if (type === "DOUBLE") return { name, type: "DOUBLE", repetition_type: "OPTIONAL" };
+      if (type === "BOOLEAN") return { name, type: "BOOLEAN", repetition_type: "OPTIONAL" };
+      if (type === "DATE") return { name, type: "INT32", converted_type: "DATE", repetition_type: "OPTIONAL" };
       return { name, type: "BYTE_ARRAY", converted_type: "UTF8", repetition_type: "OPTIONAL" };
     }),
   ];
@@ -146,6 +155,19 @@ function arrowColumn(type: DataTypeName, rows: string[][], column: number): Data
       type: new Float64(),
       data: Float64Array.from(values, (v) => (v as number | null) ?? 0),
     });
+  if (type === "DATE")
+    return makeData({
+      ...common,
+      type: new DateDay(),
+      data: Int32Array.from(values, (v) => (v as number | null) ?? 0),
+    });
+  if (type === "BOOLEAN") {
+    const bits = new Uint8Array(Math.ceil(length / 8));
+    values.forEach((v, r) => {
+      if (v === true) bits[r >> 3]! |= 1 << (r & 7);
+    });
+    return makeData({ ...common, type: new Bool(), data: bits });
+  }
   const texts = values.map((v) => (v === null ? new Uint8Array(0) : encoder.encode(v as string)));
   const valueOffsets = new Int32Array(length + 1);
   texts.forEach((bytes, r) => (valueOffsets[r + 1] = valueOffsets[r]! + bytes.byteLength));
@@ -154,10 +176,22 @@ function arrowColumn(type: DataTypeName, rows: string[][], column: number): Data
   return makeData({ ...common, type: new Utf8(), valueOffsets, data });
 }
 
-/** Arrow IPC file format (apache-arrow): INTEGER as Int64, DOUBLE as Float64, STRING as Utf8, all nullable; a record batch per batch. */
+/**
+ * Arrow IPC file format (apache-arrow), all fields nullable: INTEGER as Int64,
+ * DOUBLE as Float64, BOOLEAN as Bool, DATE as Date32 (days), STRING and
+ * TIMESTAMP as Utf8 (as in Parquet); a record batch per batch.
+ */
 function arrowEncoder({ names, types }: FileColumns): Encoder {
   const arrowType = (type: DataTypeName): DataType =>
-    type === "INTEGER" ? new Int64() : type === "DOUBLE" ? new Float64() : new Utf8();
+    type === "INTEGER"
+      ? new Int64()
+      : type === "DOUBLE"
+        ? new Float64()
+        : type === "BOOLEAN"
+          ? new Bool()
+          : type === "DATE"
+            ? new DateDay()
+            : new Utf8();
   const schema = new Schema(names.map((name, i) => new Field(name, arrowType(types[i]!), true)));
   const sink = new CollectedBytes();
   const writer = new RecordBatchFileWriter();
