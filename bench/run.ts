@@ -9,6 +9,7 @@
  *   npm run bench -- --uploads-only   uploads only (no queries, no references)
  *   npm run bench -- --readme      also put the table into bench/README.md
  *   npm run bench -- --quick --files 100k --out threshold-store --var TABLE_STORE_MIN_ROWS=1
+ *   npm run bench -- --pages       result pages (page 900 of the 1M-row result) and formats only (bench/pages.ts)
  */
 import { spawnSync } from "node:child_process";
 import { mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
@@ -43,6 +44,7 @@ import {
   type UploadRun,
 } from "./report.ts";
 import { IsolateInspector, type HeapReport, type HeldReport } from "./inspector.ts";
+import { runPagesBench } from "./pages.ts";
 import {
   findDescendants,
   killAllStarted,
@@ -157,6 +159,8 @@ function options() {
       "no-reference": { type: "boolean", default: false },
       "no-inspector": { type: "boolean", default: false },
       "uploads-only": { type: "boolean", default: false },
+      pages: { type: "boolean", default: false },
+      page: { type: "string", default: "900" },
       help: { type: "boolean", default: false },
     },
     allowPositionals: false,
@@ -167,6 +171,7 @@ function options() {
         "npm run bench -- [--quick] [--runs N] [--files 100k,1m,1m.gz,5m,5m.gz] [--queries Q1,Q2,Q3,Q4]",
         "                 [--var NAME=VALUE ...] [--no-reference] [--no-inspector] [--no-floor] [--no-cli] [--uploads-only]",
         "                 [--concurrency N] [--out NAME] [--readme]",
+        "npm run bench -- --pages [--files 1m] [--page 900] [--runs N] [--out pages]",
         "  --quick         one run (default: 5)",
         `  --files         default ${DEFAULT_FILES}; all: ${FILE_LABELS.join(",")}`,
         "  --concurrency   N concurrent Q1 on the 5m file from N users, after the timed runs (default 20; 0: none)",
@@ -178,6 +183,7 @@ function options() {
         "  --no-inspector  no memory pass (the isolates' heaps read through DevTools: uploads in the API Worker, queries in the engine)",
         "  --uploads-only  upload the files (timed runs and memory pass) but run no query",
         "  --readme        also write the tables into bench/README.md and README.md (between the bench:latest markers)",
+        "  --pages         only result pages and formats: page --page (default 900) of SELECT * on one file (default 1m)",
         "",
       ].join("\n"),
     );
@@ -196,7 +202,10 @@ function options() {
     throw new Error(`--concurrency must be a whole number, not ${values.concurrency}`);
   if (!/^[\w.-]+$/.test(values.out)) throw new Error(`--out wants a plain name, not ${values.out}`);
   const vars = varsFromOptions(values.var);
+  const page = Number(values.page);
+  if (!Number.isInteger(page) || page < 1) throw new Error(`--page must be a page number from 1, not ${values.page}`);
   return {
+    pages: values.pages ? { page, file: (values.files === DEFAULT_FILES ? "1m" : files[0]) as FileLabel } : null,
     runs,
     files: files as FileLabel[],
     queries,
@@ -255,6 +264,14 @@ function workerdProcesses(server: DevServer): { worker: number[]; proxy: number[
 
 async function main() {
   const opts = options();
+  if (opts.pages) {
+    process.once("exit", killAllStarted);
+    await runPagesBench(
+      { ...opts.pages, repeats: opts.runs, vars: opts.vars, out: opts.out === "latest" ? "pages" : opts.out },
+      log,
+    );
+    return;
+  }
   const started = new Date();
   log(`runs: ${opts.runs}; files: ${opts.files.join(", ")}; queries: ${opts.queries.join(", ")}`);
   const files = await prepareData(join(BENCH, "data"), log, opts.files);

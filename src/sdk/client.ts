@@ -1,6 +1,6 @@
 import { DqsApiError, DqsQueryError } from "./errors";
 import { uploadBody, type UploadData, type UploadOptions } from "./multipart";
-import { columnsOf, parseResultCsv, readCsvHead, type ResultColumn, type Row } from "./rows";
+import { rowsOfPage, type ResultColumn, type Row } from "./rows";
 import { tokenSetFromWire, type TokenSet } from "./tokens";
 import { Transport, type Download, type TransportOptions } from "./transport";
 import type {
@@ -15,6 +15,8 @@ import type {
   QueryState,
   QueryStatus,
   QueryValidation,
+  ResultFormat,
+  ResultRowsPage,
 } from "./types";
 
 /** Where the service is, where the tokens live, and (optionally) the fetch to use. */
@@ -60,7 +62,7 @@ export interface QueryRows extends ResultRows {
   status: QueryStatus;
 }
 
-/** A finished query's result as the CSV byte stream. */
+/** A finished query's result as a byte stream: the CSV, or the format asked for. */
 export interface QueryStream extends Download {
   queryId: string;
   status: QueryStatus;
@@ -79,6 +81,8 @@ const FIRST_POLL_MS = 200;
 const MAX_POLL_MS = 2000;
 /** The service holds a submit this long for a query that ends at once (Prefer: wait, RFC 7240). */
 const SUBMIT_WAIT_SECONDS = 2;
+/** Rows per page when reading a whole result (the service's most): fewest round trips. */
+const PAGE_ROWS = 10_000;
 
 /**
  * A typed client of the dqs API (interface v1 and the experimental
@@ -298,13 +302,15 @@ export class DqsClient {
   // --- queries ------------------------------------------------------------
 
   /**
-   * POST /query: submits SQL; the query runs asynchronously. `waitSeconds` (≤ 30) holds the answer until it ends;
+   * POST /query: submits SQL; the query runs asynchronously. `waitSeconds`
+   * (≤ 30) holds the answer until it ends; it then also says the query's
+   * state and, once it has succeeded, carries the first page of its rows.
    * `callback` is a URL to POST the signed completion webhook to.
    */
   async submitQuery(
     sql: string,
     options: { idempotencyKey?: string; waitSeconds?: number; parameters?: QueryParameters; callback?: string } = {},
-  ): Promise<{ queryId: string; message: string }> {
+  ): Promise<{ queryId: string; message: string; state?: QueryState; firstPage?: ResultRowsPage }> {
     const headers: Record<string, string> = {};
     if (options.idempotencyKey) headers["idempotency-key"] = options.idempotencyKey;
     if (options.waitSeconds) headers.prefer = `wait=${Math.floor(options.waitSeconds)}`;
@@ -316,7 +322,12 @@ export class DqsClient {
       },
       headers,
     });
-    return { queryId: body.Data.QueryId, message: body.Status.Message };
+    return {
+      queryId: body.Data.QueryId,
+      message: body.Status.Message,
+      state: body.Data.Status,
+      firstPage: body.Data.FirstPage,
+    };
   }
 
   /**
@@ -355,13 +366,44 @@ export class DqsClient {
     return body.Data;
   }
 
-  /** GET /query/{QueryId}/results/rawdata: the result CSV, from the signed download URL. */
-  queryResult(queryId: string): Promise<Download> {
+  /**
+   * GET /query/{QueryId}/results/rawdata: the result CSV, or with `format`
+   * the result as NDJSON, Parquet or Arrow IPC (experimental), from the
+   * signed download URL.
+   */
+  queryResult(queryId: string, format?: ResultFormat): Promise<Download> {
     return this.transport.download({
       method: "GET",
       path: "/query/{QueryId}/results/rawdata",
       params: { QueryId: queryId },
+      query: { format },
     });
+  }
+
+  /** GET /query/{QueryId}/results/rows (experimental): one page of the result's rows, as the service types them. */
+  async resultPage(queryId: string, options: { limit?: number; cursor?: string } = {}): Promise<ResultRowsPage> {
+    const { body } = await this.transport.json("get", "/query/{QueryId}/results/rows", {
+      params: { QueryId: queryId },
+      query: { limit: options.limit, cursor: options.cursor },
+    });
+    return body.Data;
+  }
+
+  /**
+   * Every page of a succeeded query's rows, each fetched when the one before
+   * is taken, following NextCursor; `first`, a page already in hand (POST
+   * /query's FirstPage), is yielded instead of asking for it again.
+   */
+  async *resultPages(
+    queryId: string,
+    options: { limit?: number; first?: ResultRowsPage } = {},
+  ): AsyncGenerator<ResultRowsPage> {
+    let page = options.first ?? (await this.resultPage(queryId, { limit: options.limit }));
+    yield page;
+    while (page.NextCursor !== null) {
+      page = await this.resultPage(queryId, { limit: options.limit, cursor: page.NextCursor });
+      yield page;
+    }
   }
 
   /** GET /query/{QueryId}/results/metadata/schema: the result's DataSchema, parsed. */
@@ -406,42 +448,65 @@ export class DqsClient {
 
   /**
    * Runs SQL to the end: submits it, waits with backoff, and returns the
-   * result as typed rows (default) or, with `as: "stream"`, as the CSV stream.
+   * result as typed rows (default), read through the pages of the rows
+   * endpoint (a small result comes with the submit itself), or, with
+   * `as: "stream"`, as the CSV stream (or the `format` asked for).
    */
   query(sql: string, options?: QueryOptions & { as?: "rows" }): Promise<QueryRows>;
-  query(sql: string, options: QueryOptions & { as: "stream" }): Promise<QueryStream>;
-  async query(sql: string, options: QueryOptions & { as?: "rows" | "stream" } = {}): Promise<QueryRows | QueryStream> {
-    const status = await this.runQuery(sql, options);
+  query(sql: string, options: QueryOptions & { as: "stream"; format?: ResultFormat }): Promise<QueryStream>;
+  async query(
+    sql: string,
+    options: QueryOptions & { as?: "rows" | "stream"; format?: ResultFormat } = {},
+  ): Promise<QueryRows | QueryStream> {
+    const { status, firstPage } = await this.runQueryWithPage(sql, options);
     const queryId = status.QueryId;
-    if (options.as === "stream") return { ...(await this.queryResult(queryId)), queryId, status };
-    return { ...(await this.queryRows(queryId)), status };
+    if (options.as === "stream") return { ...(await this.queryResult(queryId, options.format)), queryId, status };
+    return { ...(await this.queryRows(queryId, { first: firstPage })), status };
   }
 
   /**
-   * A succeeded query's result as rows typed by its result schema: all of it,
-   * read into memory, or only the first `limit` rows (the rest is not downloaded).
+   * A succeeded query's result as rows typed by its result schema, read
+   * page by page: all of it, into memory, or only the first `limit` rows (no
+   * page beyond them is asked for). `first`, a page already in hand (POST
+   * /query's FirstPage), is not asked for again. To hold one page at a time,
+   * iterate resultPages.
    */
-  async queryRows(queryId: string, options: { limit?: number } = {}): Promise<ResultRows> {
-    const [schema, result] = await Promise.all([this.queryResultSchema(queryId), this.queryResult(queryId)]);
-    const columns = columnsOf(schema);
-    const { text, more } =
-      options.limit === undefined
-        ? { text: await new Response(result.body).text(), more: false }
-        : await readCsvHead(result.body, options.limit);
-    const { names, rows } = parseResultCsv(text, columns);
+  async queryRows(queryId: string, options: { limit?: number; first?: ResultRowsPage } = {}): Promise<ResultRows> {
+    const limit = options.limit ?? Infinity;
+    let columns: ResultColumn[] = [];
+    let names: string[] = [];
+    const rows: Row[] = [];
+    let more = false;
+    for await (const page of this.resultPages(queryId, { limit: Math.min(PAGE_ROWS, limit), first: options.first })) {
+      const typed = rowsOfPage(page);
+      columns = typed.columns;
+      names = typed.names;
+      const room = limit - rows.length;
+      for (const row of typed.rows.slice(0, room)) rows.push(row);
+      if (rows.length < limit) continue;
+      more = typed.rows.length > room || page.NextCursor !== null;
+      break;
+    }
     return { queryId, columns, names, rows, more };
   }
 
   /** Submits SQL and waits until the query has succeeded; returns its final status (see waitForQuery). */
   async runQuery(sql: string, options: QueryOptions = {}): Promise<QueryStatus> {
+    return (await this.runQueryWithPage(sql, options)).status;
+  }
+
+  private async runQueryWithPage(
+    sql: string,
+    options: QueryOptions,
+  ): Promise<{ status: QueryStatus; firstPage?: ResultRowsPage }> {
     const wait = options.wait ?? DEFAULT_WAIT_SECONDS;
-    const { queryId } = await this.submitQuery(sql, {
+    const { queryId, firstPage } = await this.submitQuery(sql, {
       parameters: options.parameters,
       idempotencyKey: options.idempotencyKey ?? crypto.randomUUID(),
       waitSeconds: Math.min(SUBMIT_WAIT_SECONDS, Math.floor(wait)),
       callback: options.callback,
     });
-    return this.waitForQuery(queryId, { ...options, wait });
+    return { status: await this.waitForQuery(queryId, { ...options, wait }), firstPage };
   }
 }
 

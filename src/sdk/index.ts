@@ -12,7 +12,16 @@ export type {
 export { DqsApiError, DqsNetworkError, DqsQueryError, NotLoggedInError } from "./errors";
 export type { UploadData, UploadOptions } from "./multipart";
 export { createPkce, randomBase64url, type Pkce } from "./pkce";
-export { columnsOf, convert, parseResultCsv, readCsvHead, type ResultColumn, type Row, type Value } from "./rows";
+export {
+  columnsOf,
+  convert,
+  parseResultCsv,
+  readCsvHead,
+  rowsOfPage,
+  type ResultColumn,
+  type Row,
+  type Value,
+} from "./rows";
 export { MemoryTokenStore, tokenSetFromWire, type TokenSet, type TokenStore } from "./tokens";
 export { filenameOf, type Download, type FetchLike } from "./transport";
 export type * from "./types";

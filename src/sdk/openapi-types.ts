@@ -1447,12 +1447,15 @@ export interface paths {
             cookie?: never;
         };
         /**
-         * Download the result (CSV)
-         * @description Redirects to a short-lived signed URL of the result CSV (header row, UTF-8, \n line ends, RFC 4180 quoting, NULL as an empty field).
+         * Download the result (CSV, or NDJSON, Parquet or Arrow)
+         * @description Redirects to a short-lived signed URL of the result CSV (header row, UTF-8, \n line ends, RFC 4180 quoting, NULL as an empty field), or with `format` (experimental) of the result in that format, made from the CSV when first asked for and kept until the result expires: `ndjson` (one JSON object per row, keyed by column name, values as results/rows types them), `parquet` or `arrow` (Arrow IPC file), whose columns carry the result's types (INTEGER as 64-bit integers, DOUBLE as 64-bit floats, BOOLEAN, DATE, STRING and TIMESTAMP as UTF-8 text, all nullable). Columns whose names repeat are named as an upload names them (`_2`, `_3`).
          */
         get: {
             parameters: {
-                query?: never;
+                query?: {
+                    /** @description csv (the default), ndjson, parquet or arrow (experimental) */
+                    format?: "csv" | "ndjson" | "parquet" | "arrow";
+                };
                 header?: never;
                 path: {
                     QueryId: string;
@@ -1793,6 +1796,88 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/query/{QueryId}/results/rows": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The result's rows as JSON, a page at a time
+         * @description Rows typed by the result's schema, in pages of `limit` rows (default 1000, at most 10000); a page of very wide rows may hold fewer (NextCursor still says where the next starts). Each page is read from storage by byte range through the result's row index, so a page deep in a large result costs what the first one does. Answers like results/rawdata while the query is queued or running, after it failed, and after its result expired.
+         */
+        get: {
+            parameters: {
+                query?: {
+                    /** @description Rows per page, 1-10000 */
+                    limit?: number;
+                    /** @description NextCursor of the previous page; none for the first */
+                    cursor?: string;
+                };
+                header?: never;
+                path: {
+                    QueryId: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description One page of the result's rows */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ResultRowsResponse"];
+                    };
+                };
+                /** @description Invalid limit or cursor, the query is still running, or it failed or was cancelled (the message says which and why) */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["GeneralApiResponse"];
+                    };
+                };
+                /** @description Missing or invalid access token */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["GeneralApiResponse"];
+                    };
+                };
+                /** @description Query does not exist or is not the caller's */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["GeneralApiResponse"];
+                    };
+                };
+                /** @description The result has expired and was deleted */
+                410: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["GeneralApiResponse"];
+                    };
+                };
+            };
+        };
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
 }
 export type webhooks = Record<string, never>;
 export interface components {
@@ -2088,7 +2173,28 @@ export interface components {
             Status: components["schemas"]["ApiResponseStatus"];
             Data: {
                 QueryId: string;
+                /**
+                 * @description With Prefer: wait (experimental): the query's state when the answer was sent
+                 * @enum {string}
+                 */
+                Status?: "queued" | "running" | "succeeded" | "failed" | "cancelled";
+                FirstPage?: components["schemas"]["ResultRows"];
             };
+        };
+        /** @description With Prefer: wait (experimental), once the query has succeeded: the first page of its rows, as GET …/results/rows answers it */
+        ResultRows: {
+            /** @description The result's columns, in order, typed as its schema says */
+            Columns: {
+                Name: string;
+                /** @example INTEGER */
+                DataType: string;
+            }[];
+            /** @description The rows of this page, each an array in column order. INTEGER and DOUBLE values are JSON numbers, but an INTEGER beyond ±(2^53 − 1) (and an infinite DOUBLE) is a string, exact; BOOLEAN is true or false; DATE and TIMESTAMP are their ISO 8601 text; NULL is null (the result CSV cannot tell an empty string from NULL, so an empty string is null too) */
+            Rows: (string | number | boolean | null)[][];
+            /** @description Rows in the whole result */
+            RowCount: number;
+            /** @description Pass as `cursor` for the next page; null on the last. Opaque and signed */
+            NextCursor: string | null;
         };
         QueryStatusResponse: {
             Status: components["schemas"]["ApiResponseStatus"];
@@ -2188,6 +2294,10 @@ export interface components {
                  */
                 Secret: string;
             };
+        };
+        ResultRowsResponse: {
+            Status: components["schemas"]["ApiResponseStatus"];
+            Data: components["schemas"]["ResultRows"];
         };
     };
     responses: never;

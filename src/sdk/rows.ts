@@ -1,5 +1,5 @@
 import Papa from "papaparse";
-import type { DataSchema } from "./types";
+import type { DataSchema, ResultRowsPage } from "./types";
 
 /** A value of a result row: typed by the result schema; an empty field is null (the result CSV writes NULL so). */
 export type Value = string | number | bigint | boolean | null;
@@ -86,6 +86,24 @@ async function hasMore(reader: ReadableStreamDefaultReader<Uint8Array>): Promise
     if (done) return false;
     if (value.byteLength > 0) return true;
   }
+}
+
+/**
+ * The rows of a page of the rows endpoint, keyed and typed as parseResultCsv
+ * does: the service sends an INTEGER beyond 2^53 as a string, here a bigint.
+ */
+export function rowsOfPage(page: ResultRowsPage): { columns: ResultColumn[]; names: string[]; rows: Row[] } {
+  const columns = page.Columns.map((column) => ({ name: column.Name, type: column.DataType }));
+  const names = uniqueNames(columns.map((column) => column.name));
+  const rows = page.Rows.map((values) => {
+    const row: Row = {};
+    names.forEach((name, i) => {
+      const value = values[i] ?? null;
+      row[name] = typeof value === "string" ? convert(value, columns[i]!.type) : value;
+    });
+    return row;
+  });
+  return { columns, names, rows };
 }
 
 function uniqueNames(header: string[]): string[] {

@@ -21,6 +21,12 @@ export type JwtData = Schemas["JwtResponse"]["Data"];
 export type LoginCodeData = Schemas["LoginCodeResponse"]["Data"];
 export type Me = Schemas["MeResponse"]["Data"];
 export type ApiResponseStatus = Schemas["ApiResponseStatus"];
+/** One page of a result's rows as the service sends it (experimental GET …/results/rows). */
+export type ResultRowsPage = Schemas["ResultRows"];
+/** The representations a result can be downloaded in. */
+export type ResultFormat = NonNullable<
+  NonNullable<paths["/query/{QueryId}/results/rawdata"]["get"]["parameters"]["query"]>["format"]
+>;
 
 /** The DataSchema structure the Schema string serialises (interface §2.9, DECISIONS §5). */
 export interface DataSchema {

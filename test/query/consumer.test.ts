@@ -4,7 +4,7 @@ import { afterEach, beforeAll, beforeEach, describe, expect, it, vi, type MockIn
 import worker from "../../src/worker/engine";
 import type { QueryMessage } from "../../src/worker/query/queries";
 import type { RunOutcome } from "../../src/worker/query/query-record";
-import { resultObjectKey } from "../../src/worker/storage/keys";
+import { resultIndexKey, resultObjectKey } from "../../src/worker/storage/keys";
 import { readEnvelope } from "../support/http";
 import { login, type LoggedIn } from "../support/login";
 import {
@@ -161,6 +161,7 @@ describe("consumeQueries", () => {
     expect(outcomeOf(result)).toEqual({ acked: 1, retried: [] });
     expect(await recordOf(queryId)).toMatchObject({ status: "cancelled", resultKey: null });
     expect(await env.BUCKET.head(resultObjectKey(queryId))).toBeNull();
+    expect(await env.BUCKET.head(resultIndexKey(resultObjectKey(queryId)))).toBeNull();
   });
 
   it("should put the query back in the queue and retry with a delay when R2 cannot be read, then succeed", async () => {

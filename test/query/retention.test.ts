@@ -2,10 +2,10 @@ import { env } from "cloudflare:workers";
 import { afterEach, beforeAll, describe, expect, it, vi } from "vitest";
 import { findQuery, insertQuery } from "../../src/worker/query/history";
 import { purgeExpiredResults } from "../../src/worker/query/retention";
-import { resultObjectKey } from "../../src/worker/storage/keys";
+import { resultKeys, resultObjectKey } from "../../src/worker/storage/keys";
 import { randomToken } from "../../src/worker/util/crypto";
-import { readEnvelope } from "../support/http";
-import { login, userIdOf, type LoggedIn } from "../support/login";
+import { call, readEnvelope } from "../support/http";
+import { authHeader, login, userIdOf, type LoggedIn } from "../support/login";
 import { consume, queryGet, recordOf, resultText, serviceWith, statusOf, submitOk, TestQueue } from "../support/query";
 
 const RETENTION = { QUERY_RESULT_RETENTION_SECONDS: "60" };
@@ -26,6 +26,10 @@ async function succeeded(sql = "SELECT 'kept' AS word"): Promise<string> {
   return queryId;
 }
 
+function formatOf(queryId: string, format: string): Promise<Response> {
+  return call(`/v1/query/${queryId}/results/rawdata?format=${format}`, { headers: authHeader(user.accessToken) });
+}
+
 /** Runs the purge as the cron would at a moment `seconds` from now. */
 async function purgeAt(seconds: number, overrides: Partial<Env> = RETENTION): Promise<number> {
   vi.useFakeTimers({ toFake: ["Date"], now: Date.now() + seconds * 1000 });
@@ -37,8 +41,10 @@ async function purgeAt(seconds: number, overrides: Partial<Env> = RETENTION): Pr
 }
 
 describe("purgeExpiredResults", () => {
-  it("should report when the result expires, delete it after that, and answer 410 for it from then on", async () => {
+  it("should report when the result expires, delete it and every format made of it after that, and answer 410 for it from then on", async () => {
     const queryId = await succeeded();
+    for (const format of ["ndjson", "parquet", "arrow"]) expect((await formatOf(queryId, format)).status).toBe(302);
+    const kept = await Promise.all(resultKeys(queryId).map((key) => env.BUCKET.head(key)));
     const before = await statusOf(user.accessToken, queryId);
     const reportedExpiry = Date.parse(before.ExpiresAt ?? "");
 
@@ -47,14 +53,15 @@ describe("purgeExpiredResults", () => {
     expect(reportedExpiry - Date.now()).toBeGreaterThan(50_000);
     expect(reportedExpiry - Date.now()).toBeLessThanOrEqual(60_000);
     expect(purged).toBeGreaterThanOrEqual(1);
-    expect(await env.BUCKET.head(resultObjectKey(queryId))).toBeNull();
+    for (const key of resultKeys(queryId)) expect(await env.BUCKET.head(key), key).toBeNull();
     const after = await statusOf(user.accessToken, queryId);
     expect(after).toMatchObject({ Status: "succeeded", ExpiresAt: before.ExpiresAt, Size: before.Size });
     expect(after.Message).toBe("Succeeded; the result has expired and was deleted.");
+    expect(kept.every((object) => object !== null)).toBe(true);
+    const expired = `The result of query ${queryId} expired at ${before.ExpiresAt} and was deleted; run the query again.`;
     const gone = await readEnvelope(await queryGet(user.accessToken, queryId, "results/rawdata"), 410);
-    expect(gone.Status.Message).toBe(
-      `The result of query ${queryId} expired at ${before.ExpiresAt} and was deleted; run the query again.`,
-    );
+    expect(gone.Status.Message).toBe(expired);
+    expect((await readEnvelope(await formatOf(queryId, "parquet"), 410)).Status.Message).toBe(expired);
   });
 
   it("should keep a result whose time has not come, and delete it on a later run once it has", async () => {

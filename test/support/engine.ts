@@ -6,6 +6,7 @@ import { buildColumnImages } from "../../src/worker/query/engine/build-images";
 import { readStoredCsv } from "../../src/worker/query/stored-csv";
 import { tableStoreStub } from "../../src/worker/query/store/store-state";
 import { tableLayout } from "../../src/worker/query/table-layout";
+import { resultIndexKey } from "../../src/worker/storage/keys";
 import { randomToken } from "../../src/worker/util/crypto";
 import { IMAGE_FORMAT, VALUES_PER_RECORD, type ColumnImages } from "../../src/worker/query/engine/column-images";
 import {
@@ -176,13 +177,15 @@ async function countRows(stream: ReadableStream<Uint8Array>, schema: StoredDataS
 export class MemoryTarget implements ResultTarget {
   private readonly chunks: Uint8Array[] = [];
   state: "open" | "finished" | "aborted" = "open";
+  rowIndex: Uint8Array | null = null;
 
   async write(bytes: Uint8Array): Promise<void> {
     this.chunks.push(bytes.slice());
   }
 
-  async finish(): Promise<void> {
+  async finish(rowIndex: Uint8Array): Promise<void> {
     this.state = "finished";
+    this.rowIndex = rowIndex.slice();
   }
 
   async abort(): Promise<void> {
@@ -230,6 +233,8 @@ export function limitsWith(overrides: Partial<QueryLimits> = {}): QueryLimits {
 export interface EngineRun {
   outcome: EngineOutcome;
   csv: string;
+  /** The row index stored beside the result (null when the run stored none). */
+  rowIndex: Uint8Array | null;
   target: MemoryTarget;
   source: MemorySource;
   control: MemoryControl;
@@ -263,10 +268,12 @@ export async function runEngine(
   if (outcome.engine === "store") {
     const stored = await env.BUCKET.get(resultKey);
     const csv = stored ? await stored.text() : "";
-    await env.BUCKET.delete(resultKey);
-    return { outcome, csv, target, source, control };
+    const index = await env.BUCKET.get(resultIndexKey(resultKey));
+    const rowIndex = index ? new Uint8Array(await index.arrayBuffer()) : null;
+    await env.BUCKET.delete([resultKey, resultIndexKey(resultKey)]);
+    return { outcome, csv, rowIndex, target, source, control };
   }
-  return { outcome, csv: target.text(), target, source, control };
+  return { outcome, csv: target.text(), rowIndex: target.rowIndex, target, source, control };
 }
 
 /** Mulberry32: a small seeded PRNG, so generated data is the same on every run. */

@@ -6,13 +6,21 @@ import { randomBytes } from "node:crypto";
 import { pipeline } from "node:stream/promises";
 import { Readable } from "node:stream";
 import ora from "ora";
-import type { DqsClient, QueryParameters, QueryState, QueryStatus, QueryValidation, WebhookDelivery } from "../../sdk";
+import type {
+  DqsClient,
+  QueryParameters,
+  QueryState,
+  QueryStatus,
+  QueryValidation,
+  ResultFormat,
+  WebhookDelivery,
+} from "../../sdk";
 import { Context, InvalidQueryError, UsageError } from "../context";
 import { bytes, details, hiddenNote, json, layoutTable, oneLine, table, terminalWidth } from "../output";
 import { collectParam, parametersFrom } from "../parameters";
 import { nodeStream, saveDownload } from "./data";
 
-type Format = "csv" | "json" | "table";
+type Format = "csv" | "json" | "table" | "ndjson" | "parquet" | "arrow";
 
 interface QueryCommandOptions {
   wait: boolean | string | undefined;
@@ -47,11 +55,10 @@ export function queryCommands(program: Command): void {
       `table format: show at most this many rows (default: a screenful at a terminal, else ${TABLE_ROWS_ELSEWHERE})`,
     )
     .addOption(
-      new Option("--format <format>", "csv, json or table (default: table at a terminal, else csv)").choices([
-        "csv",
-        "json",
-        "table",
-      ]),
+      new Option(
+        "--format <format>",
+        "csv, json, table, or ndjson, parquet, arrow (made by the service; default: table at a terminal, else csv)",
+      ).choices(["csv", "json", "table", "ndjson", "parquet", "arrow"]),
     )
     .action(async (sql: string, options: QueryCommandOptions, command: Command) =>
       query(Context.of(command), sql, options),
@@ -141,6 +148,8 @@ async function query(ctx: Context, sql: string, options: QueryCommandOptions): P
     options.format ?? (ctx.json ? "json" : options.output || !process.stdout.isTTY ? "csv" : "table");
   if (limit !== undefined && format !== "table")
     throw new UsageError(`--limit is for the table format; ${format} holds every row (add --format table).`);
+  if ((format === "parquet" || format === "arrow") && !options.output && process.stdout.isTTY)
+    throw new UsageError(`--format ${format} is binary: write it to a file with -o FILE, or pipe it.`);
 
   const status = await withSpinner((onStatus) =>
     client.runQuery(sql, { wait, onStatus, parameters, callback: options.callback }),
@@ -181,9 +190,14 @@ async function withSpinner(
   }
 }
 
-async function writeResult(client: DqsClient, status: QueryStatus, format: "csv" | "json", output: string | undefined) {
-  if (format === "csv") {
-    const download = await client.queryResult(status.QueryId);
+async function writeResult(
+  client: DqsClient,
+  status: QueryStatus,
+  format: Exclude<Format, "table">,
+  output: string | undefined,
+) {
+  if (format !== "json") {
+    const download = await client.queryResult(status.QueryId, format === "csv" ? undefined : format);
     // A result worth waiting for gets a progress bar; a small one would only flash it.
     if (output)
       await saveDownload(

@@ -13,6 +13,8 @@ export interface KeySet {
   verificationKeys: ReturnType<typeof createLocalJWKSet>;
   /** HMAC keys for download URLs, derived (HKDF) from each signing key in the same order: the first signs. */
   urlSigningKeys: CryptoKey[];
+  /** HMAC keys for the cursors of result pages, derived the same way under another label. */
+  cursorKeys: CryptoKey[];
 }
 
 const cache = new Map<string, Promise<KeySet>>();
@@ -53,23 +55,25 @@ async function buildKeySet(source: string): Promise<KeySet> {
   const first = jwks[0]!;
   const signingKey = (await importJWK({ ...first, alg: SIGNING_ALG }, SIGNING_ALG)) as CryptoKey;
   const publicJwks = { keys: publicKeys };
-  const urlSigningKeys = await Promise.all(jwks.map((jwk) => deriveUrlKey(jwk.d!)));
+  const urlSigningKeys = await Promise.all(jwks.map((jwk) => deriveHmacKey(jwk.d!, "dqs download url v1")));
+  const cursorKeys = await Promise.all(jwks.map((jwk) => deriveHmacKey(jwk.d!, "dqs rows cursor v1")));
   return {
     signingKey,
     signingKid: first.kid!,
     publicJwks,
     verificationKeys: createLocalJWKSet(publicJwks),
     urlSigningKeys,
+    cursorKeys,
   };
 }
 
-/** A separate key per purpose: the JWT key never signs URLs itself (RFC 5869 HKDF with a purpose label). */
-async function deriveUrlKey(privateScalar: string): Promise<CryptoKey> {
+/** A separate key per purpose: the JWT key never signs URLs or cursors itself (RFC 5869 HKDF with a purpose label). */
+async function deriveHmacKey(privateScalar: string, purpose: string): Promise<CryptoKey> {
   const material = await crypto.subtle.importKey("raw", new TextEncoder().encode(privateScalar), "HKDF", false, [
     "deriveKey",
   ]);
   return crypto.subtle.deriveKey(
-    { name: "HKDF", hash: "SHA-256", salt: new Uint8Array(0), info: new TextEncoder().encode("dqs download url v1") },
+    { name: "HKDF", hash: "SHA-256", salt: new Uint8Array(0), info: new TextEncoder().encode(purpose) },
     material,
     { name: "HMAC", hash: "SHA-256", length: 256 },
     false,

@@ -22,6 +22,7 @@ import { datasetRoutes } from "./routes/dataset";
 import { downloadRoutes } from "./routes/download";
 import { meRoutes } from "./routes/me";
 import { queryRoutes } from "./routes/query";
+import { queryResultRoutes } from "./routes/query-results";
 import { queryValidateRoutes } from "./routes/query-validate";
 import { webhookSecretRoutes } from "./routes/webhook-secret";
 import { wellKnownRoutes } from "./routes/well-known";
@@ -79,6 +80,7 @@ export function createApp(): OpenAPIHono<AppEnv> {
   v1.route("/", queryValidateRoutes);
   v1.route("/", queryRoutes);
   v1.route("/", webhookSecretRoutes);
+  v1.route("/", queryResultRoutes);
   mountOpenApi(v1);
 
   app.route("/v1", v1);

@@ -186,12 +186,46 @@ export const SqlRequest = z
   })
   .openapi("SqlRequest");
 
-export const QueryResponse = withData("QueryResponse", z.object({ QueryId: z.string() }));
+const QueryState = z.enum(["queued", "running", "succeeded", "failed", "cancelled"]);
+
+/** One page of a result's rows (experimental): GET …/results/rows, and POST /query's FirstPage. */
+const ResultRows = z
+  .object({
+    Columns: z
+      .array(z.object({ Name: z.string(), DataType: z.string().openapi({ example: "INTEGER" }) }))
+      .openapi({ description: "The result's columns, in order, typed as its schema says" }),
+    Rows: z.array(z.array(z.union([z.string(), z.number(), z.boolean(), z.null()]))).openapi({
+      description:
+        "The rows of this page, each an array in column order. INTEGER and DOUBLE values are JSON numbers, but an INTEGER beyond ±(2^53 − 1) (and an infinite DOUBLE) is a string, exact; BOOLEAN is true or false; DATE and TIMESTAMP are their ISO 8601 text; NULL is null (the result CSV cannot tell an empty string from NULL, so an empty string is null too)",
+    }),
+    RowCount: z.number().int().openapi({ description: "Rows in the whole result" }),
+    NextCursor: z
+      .string()
+      .nullable()
+      .openapi({ description: "Pass as `cursor` for the next page; null on the last. Opaque and signed" }),
+  })
+  .openapi("ResultRows");
+
+export const ResultRowsResponse = withData("ResultRowsResponse", ResultRows);
+
+export const QueryResponse = withData(
+  "QueryResponse",
+  z.object({
+    QueryId: z.string(),
+    Status: QueryState.optional().openapi({
+      description: "With Prefer: wait (experimental): the query's state when the answer was sent",
+    }),
+    FirstPage: ResultRows.optional().openapi({
+      description:
+        "With Prefer: wait (experimental), once the query has succeeded: the first page of its rows, as GET …/results/rows answers it",
+    }),
+  }),
+);
 
 const QueryStatusData = z
   .object({
     QueryId: z.string(),
-    Status: z.enum(["queued", "running", "succeeded", "failed", "cancelled"]),
+    Status: QueryState,
     Sql: z.string(),
     // A union with null: .nullable() on a registered schema loses the null in the document.
     Parameters: z

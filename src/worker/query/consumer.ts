@@ -1,3 +1,4 @@
+import { resultIndexKey } from "../storage/keys";
 import { findQuery } from "./history";
 import { prepareItem, type PrepareMessage } from "./prepare-item";
 import { queryStub, type QueryMessage } from "./queries";
@@ -60,7 +61,8 @@ async function consumeQuery(message: Message<QueryMessage>, env: Env): Promise<v
     const outcome = row ? await runClaimedQuery(env, row, claim.record.limits, stub) : WITHDRAWN;
     const recorded = outcome.status === "cancelled" ? null : await stub.finish(outcome);
     // Cancelled or failed by the watchdog meanwhile: nothing points to the result, so nothing else would delete it.
-    if (outcome.status === "succeeded" && recorded?.status !== "succeeded") await env.BUCKET.delete(outcome.resultKey);
+    if (outcome.status === "succeeded" && recorded?.status !== "succeeded")
+      await env.BUCKET.delete([outcome.resultKey, resultIndexKey(outcome.resultKey)]);
     if (outcome.status === "cancelled" || recorded?.status === "cancelled") await stub.release();
     message.ack();
   } catch (error) {

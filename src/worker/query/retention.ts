@@ -1,4 +1,5 @@
 import { settings } from "../config";
+import { resultKeys } from "../storage/keys";
 import { isoSeconds, nowSeconds } from "../util/time";
 import { deleteQuery, dueResults, recordResultDeleted, rowsWithoutEnd } from "./history";
 import { queryStub } from "./queries";
@@ -20,8 +21,9 @@ export async function purgeExpiredResults(env: Env): Promise<number> {
     if (!(await queryStub(env, queryId).get())) await deleteQuery(env.DB, queryId);
   }
   let purged = 0;
-  for (const { queryId, resultKey } of await dueResults(env.DB, isoSeconds(now), BATCH)) {
-    await env.BUCKET.delete(resultKey);
+  for (const { queryId } of await dueResults(env.DB, isoSeconds(now), BATCH)) {
+    // The CSV, its row index and every format made from it.
+    await env.BUCKET.delete(resultKeys(queryId));
     await recordResultDeleted(env.DB, queryId, isoSeconds(now));
     purged++;
   }

@@ -2,10 +2,10 @@ import { findReadableDataItem, type Viewer } from "../catalog/access";
 import { findUserById } from "../catalog/accounts";
 import type { QueryLimits } from "../config";
 import { resultObjectKey } from "../storage/keys";
-import { R2StreamWriter } from "../storage/r2-writer";
 import { isoSeconds, nowSeconds } from "../util/time";
 import { parseColumnImages } from "./engine/column-images";
-import { evaluateSql, type LoadableItem, type QuerySource, type ResultTarget } from "./engine/evaluate-sql";
+import { evaluateSql, type LoadableItem, type QuerySource } from "./engine/evaluate-sql";
+import { storedResultTarget } from "./result/stored-result";
 import type { DataItemReference } from "./sql/table-names";
 import { parseTableStoreState, tableStoreStub } from "./store/store-state";
 import { parseTableLayout } from "./table-layout";
@@ -47,14 +47,7 @@ export async function runClaimedQuery(
     queryStore: (objectKey, request) => tableStoreStub(env, objectKey).query(request),
   };
   const key = resultObjectKey(record.queryId);
-  const writer = new R2StreamWriter(env.BUCKET, key, () => ({
-    httpMetadata: { contentType: "text/csv; charset=utf-8" },
-  }));
-  const target: ResultTarget = {
-    write: (bytes) => writer.write(bytes),
-    finish: () => writer.finish(),
-    abort: () => writer.abort(),
-  };
+  const target = storedResultTarget(env.BUCKET, key);
   const outcome = await evaluateSql(
     { sql: record.sql, parameters: record.parameters },
     {

@@ -13,15 +13,19 @@ export type LoadGuard = (bytesSoFar: number) => string | null;
 
 /**
  * Streams a stored CSV (gzip decoded, header skipped) to `onRow`, one array
- * of fields per record. The file was checked at upload, so a field that does
- * not convert later is a bug, not a user error. Storage errors are thrown as
- * TransientError; anything else wrong with the file comes back as a message.
+ * of fields per record; `onRow` returning false ends the reading there. The
+ * file was checked at upload, so a field that does not convert later is a
+ * bug, not a user error. Storage errors are thrown as TransientError;
+ * anything else wrong with the file comes back as a message. `afterChunk`
+ * runs once the rows of each chunk read are taken, for a reader that hands
+ * them on asynchronously (and so holds at most a chunk's rows at a time).
  */
 export async function readStoredCsv(
   stream: ReadableStream<Uint8Array>,
   what: { name: string; layout: Pick<TableLayout, "delimiter" | "header"> },
   guard: LoadGuard,
-  onRow: (row: string[]) => void,
+  onRow: (row: string[]) => void | boolean,
+  afterChunk?: () => Promise<void>,
 ): Promise<LoadProgress> {
   const storageFailure = (error: unknown) =>
     new TransientError(`reading ${what.name} from storage failed: ${String(error)}`);
@@ -42,6 +46,7 @@ export async function readStoredCsv(
   let rows = 0;
   let loadedBytes = 0;
   let finished = false;
+  let enough = false;
 
   const take = (read: ReadRows): string | null => {
     if (!read.ok) return `a row of ${what.name} is longer than ${MAX_ROW_CHARS} characters`;
@@ -50,15 +55,18 @@ export async function readStoredCsv(
         skipHeader = false;
         continue;
       }
-      onRow(row);
       rows++;
+      if (onRow(row) === false) {
+        enough = true;
+        break;
+      }
     }
     return null;
   };
   const takeText = (decoded: DecodedText, last: boolean): string | null => {
     if (!decoded.ok) return `the stored file of ${what.name} is not valid UTF-8`;
     const problem = take(reader.push(decoded.text));
-    return problem ?? (last ? take(reader.end()) : null);
+    return problem ?? (last && !enough ? take(reader.end()) : null);
   };
 
   try {
@@ -70,10 +78,13 @@ export async function readStoredCsv(
       loadedBytes += chunk.bytes.byteLength;
       const stop = guard(loadedBytes) ?? takeText(utf8.decode(chunk.bytes), false);
       if (stop) return { ok: false, message: stop };
+      await afterChunk?.();
+      if (enough) return { ok: true, rows, bytes: loadedBytes };
     }
     finished = true;
     const problem = takeText(utf8.end(), true);
     if (problem) return { ok: false, message: problem };
+    await afterChunk?.();
     return { ok: true, rows, bytes: loadedBytes };
   } finally {
     if (!finished) await bytes.cancel();

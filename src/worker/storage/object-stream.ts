@@ -11,16 +11,18 @@ export const LARGE_RANGE_BYTES = 8 * 1024 * 1024;
  * Each range is handed on in a task of its own: the prefetched read is
  * already there, and awaiting it alone would let a reader that parses and
  * stores as it goes hold the isolate (and, under `wrangler dev`, every
- * Worker of the session) until the whole object is done.
+ * Worker of the session) until the whole object is done. `span` limits it
+ * to the bytes [offset, end) of the object.
  */
 export async function openObjectStream(
   bucket: R2Bucket,
   key: string,
   rangeBytes = RANGE_BYTES,
+  span?: { offset: number; end: number },
 ): Promise<ReadableStream<Uint8Array> | null> {
   const head = await bucket.head(key);
   if (!head) return null;
-  const size = head.size;
+  const size = Math.min(head.size, span?.end ?? head.size);
   const read = async (offset: number): Promise<Uint8Array> => {
     // The same version throughout: a key rewritten meanwhile fails the read rather than mixing two objects.
     const part = await bucket.get(key, {
@@ -30,8 +32,8 @@ export async function openObjectStream(
     if (!part || !("body" in part)) throw new Error(`${key} changed or disappeared while it was read`);
     return new Uint8Array(await part.arrayBuffer());
   };
-  let offset = 0;
-  let next: Promise<Uint8Array> | null = size > 0 ? read(0) : null;
+  let offset = span?.offset ?? 0;
+  let next: Promise<Uint8Array> | null = size > offset ? read(offset) : null;
   return new ReadableStream<Uint8Array>({
     async pull(controller) {
       if (!next) return controller.close();

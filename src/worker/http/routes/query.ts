@@ -1,17 +1,20 @@
 import { createRoute, z } from "@hono/zod-openapi";
 import { loadKeys } from "../../auth/keys";
 import type { HistoryCursor } from "../../query/history";
-import { FINISHED, type QueryRecord } from "../../query/query-record";
-import { cancelOwnQuery, findOwnQuery, listOwnQueries, submitQuery, waitForEnd, withTurn } from "../../query/queries";
+import { FINISHED } from "../../query/query-record";
+import { cancelOwnQuery, listOwnQueries, submitQuery, waitForEnd, withTurn } from "../../query/queries";
 import { queryTextProblem } from "../../query/query-text";
+import { FORMAT_FILES } from "../../query/result/formats";
 import { resultSchemaString } from "../../query/result-schema";
 import { downloadLocation } from "../../storage/download-location";
+import { RESULT_FORMATS } from "../../storage/keys";
 import { checkCallbackUrl } from "../../webhooks/callback-url";
-import type { AppContext } from "../context";
 import { decodeCursor, encodeCursor } from "../cursor";
 import { ApiError, badRequest, notFound } from "../errors";
 import { authenticated } from "../middleware/bearer-auth";
+import { ownQuery, queryNotFound, storedResult } from "../query-access";
 import { queryStatusData } from "../query-wire";
+import { firstPage, resultFile } from "./query-results";
 import { createRouter } from "../router";
 import {
   DataSchemaResponse,
@@ -31,16 +34,6 @@ const MAX_WAIT_SECONDS = 30;
 /** A refused submit (too many waiting) is worth trying again after about one query's run. */
 const WAITING_RETRY_AFTER_SECONDS = 10;
 const QueryParams = z.object({ QueryId: QueryIdParam });
-
-function queryNotFound(queryId: string) {
-  return notFound(`Query ${queryId} not found, or it is not yours.`);
-}
-
-async function ownQuery(c: AppContext, queryId: string): Promise<QueryRecord> {
-  const record = await findOwnQuery(c.env, c.get("principal"), queryId);
-  if (!record) throw queryNotFound(queryId);
-  return record;
-}
 
 /** `Prefer: wait=N` (RFC 7240), capped; 0 when absent or malformed. */
 function preferredWait(header: string | undefined): number {
@@ -123,7 +116,8 @@ queryRoutes.openapi(
       : FINISHED.has(status)
         ? `The query ${status}.`
         : `The query is ${status}.`;
-    return c.json({ ...envelope(200, message), Data: { QueryId: submitted.queryId } }, 200);
+    const waited = wait > 0 && { Status: status, ...(await firstPage(c, submitted.queryId, status)) };
+    return c.json({ ...envelope(200, message), Data: { QueryId: submitted.queryId, ...waited } }, 200);
   },
 );
 
@@ -151,11 +145,19 @@ queryRoutes.openapi(
     method: "get",
     path: "/query/{QueryId}/results/rawdata",
     tags: ["query"],
-    summary: "Download the result (CSV)",
+    summary: "Download the result (CSV, or NDJSON, Parquet or Arrow)",
     description:
-      "Redirects to a short-lived signed URL of the result CSV (header row, UTF-8, \\n line ends, RFC 4180 quoting, NULL as an empty field).",
+      "Redirects to a short-lived signed URL of the result CSV (header row, UTF-8, \\n line ends, RFC 4180 quoting, NULL as an empty field), or with `format` (experimental) of the result in that format, made from the CSV when first asked for and kept until the result expires: `ndjson` (one JSON object per row, keyed by column name, values as results/rows types them), `parquet` or `arrow` (Arrow IPC file), whose columns carry the result's types (INTEGER as 64-bit integers, DOUBLE as 64-bit floats, BOOLEAN, DATE, STRING and TIMESTAMP as UTF-8 text, all nullable). Columns whose names repeat are named as an upload names them (`_2`, `_3`).",
     ...authenticated,
-    request: { params: QueryParams },
+    request: {
+      params: QueryParams,
+      query: z.object({
+        format: z
+          .enum(RESULT_FORMATS)
+          .optional()
+          .openapi({ description: "csv (the default), ndjson, parquet or arrow (experimental)" }),
+      }),
+    },
     responses: {
       302: { description: "Redirect to the download URL of the result" },
       ...errorResponses(
@@ -168,28 +170,13 @@ queryRoutes.openapi(
   }),
   async (c) => {
     const record = await ownQuery(c, c.req.valid("param").QueryId);
-    switch (record.status) {
-      case "queued":
-      case "running":
-        throw badRequest(
-          `Query ${record.queryId} is still running (${record.status}); try again when it has succeeded.`,
-        );
-      case "failed":
-      case "cancelled":
-        throw badRequest(`Query ${record.queryId} has no result: it ${record.status}. ${record.message}`);
-      case "succeeded":
-        break;
-    }
-    if (!record.resultKey)
-      throw new ApiError(
-        410,
-        `The result of query ${record.queryId} expired at ${record.expiresAt} and was deleted; run the query again.`,
-      );
+    const format = c.req.valid("query").format ?? "csv";
+    const file = await resultFile(c, record, storedResult(record), format);
     const config = c.get("config");
     const keys = await loadKeys(c.env, config);
     const location = await downloadLocation(config, keys.urlSigningKeys[0]!, {
-      key: record.resultKey,
-      filename: `${record.queryId}.csv`,
+      key: file,
+      filename: `${record.queryId}.${FORMAT_FILES[format].extension}`,
     });
     c.header("Cache-Control", "no-store");
     return c.redirect(location, 302);

@@ -3,11 +3,13 @@ import { isDateText, isStoredTimestamp, type DataTypeName } from "../../ingest/v
 import type { ResultColumn } from "../query-record";
 import { limitStops, transient } from "../run-limits";
 import { csvField, CsvResultWriter, StorageClass } from "./csv";
+import { RowIndexBuilder } from "./row-index";
 
 /** Where the result CSV goes, as it is produced. */
 export interface ResultTarget {
   write(bytes: Uint8Array): Promise<void>;
-  finish(): Promise<void>;
+  /** Completes the result; `rowIndex` is its row index (row-index.ts), to be stored beside it. */
+  finish(rowIndex: Uint8Array): Promise<void>;
   abort(): Promise<void>;
 }
 
@@ -24,12 +26,11 @@ const CHECK_BYTES_EVERY_ROWS = 4096;
 
 /**
  * The result writer both engines share: rows in, CSV out (one format, so the
- * same values give the same bytes whichever engine ran the query), and the
- * result limits (rows, bytes) enforced as it goes. Each result column is
- * typed by the storage classes its values had, or keeps the BOOLEAN, DATE
- * or TIMESTAMP type of the data item column it comes straight from
- * (`declared`, engine/declared-types.ts) when every value fits that type.
- */
+ * same values give the same bytes whichever engine ran the query), the row
+ * index built, and the result limits (rows, bytes) enforced as it goes. Each
+ * result column is typed by the storage classes its values had, or keeps the
+ * BOOLEAN, DATE or TIMESTAMP type of the data item column it comes straight
+ * from (`declared`, engine/declared-types.ts) when every value fits that type. */
 export class ResultWriter {
   rowCount = 0;
   writeMs = 0;
@@ -37,7 +38,7 @@ export class ResultWriter {
   private readonly seen: Set<StorageClass>[];
   // The declared type of each column while all its values fit it; null once one does not (or none was declared).
   private readonly kept: (DataTypeName | null)[];
-
+  private readonly index = new RowIndexBuilder();
   constructor(
     private readonly names: string[],
     private readonly limits: Pick<QueryLimits, "maxResultRows" | "maxResultBytes">,
@@ -63,6 +64,11 @@ export class ResultWriter {
       line += (i === 0 ? "" : ",") + csvField(values[i], classes[i]!);
     }
     if (this.rowCount === this.limits.maxResultRows) throw limitStops.resultRows(this.limits);
+    if (RowIndexBuilder.starts(this.rowCount)) {
+      // Handing on what is pending makes the offset exact without measuring the block's UTF-8 length.
+      await this.csv.flush();
+      this.index.add(this.csv.flushedSize);
+    }
     await this.csv.line(line);
     this.rowCount++;
     if (this.rowCount % CHECK_BYTES_EVERY_ROWS === 0 && this.csv.flushedSize > this.limits.maxResultBytes)
@@ -73,7 +79,7 @@ export class ResultWriter {
   async finish(): Promise<WrittenResult> {
     await this.csv.flush();
     if (this.csv.size > this.limits.maxResultBytes) throw limitStops.resultBytes(this.limits);
-    await this.timed(() => this.target.finish());
+    await this.timed(() => this.target.finish(this.index.bytes()));
     return {
       rowCount: this.rowCount,
       size: this.csv.size,

@@ -2,10 +2,10 @@ import { DurableObject } from "cloudflare:workers";
 import type { QueryLimits } from "../../config";
 import type { DataTypeName } from "../../ingest/value-types";
 import { LARGE_RANGE_BYTES, openObjectStream } from "../../storage/object-stream";
-import { R2StreamWriter } from "../../storage/r2-writer";
 import { randomToken } from "../../util/crypto";
 import type { ResultColumn } from "../query-record";
 import { StorageClass } from "../result/csv";
+import { storedResultTarget } from "../result/stored-result";
 import { ResultWriter, type ResultTarget } from "../result/writer";
 import { limitStops, Stop, TransientError } from "../run-limits";
 import { internalTableName } from "../sql/internal-names";
@@ -146,9 +146,7 @@ export class TableStore extends DurableObject<Env> {
     const deadline = started + request.timeLeftMs;
     const tables = new Map([[request.hostAlias.toLowerCase(), built.table]]);
     const broughtIn: string[] = [];
-    const writer = new R2StreamWriter(this.env.BUCKET, request.resultKey, () => ({
-      httpMetadata: { contentType: "text/csv; charset=utf-8" },
-    }));
+    const target = storedResultTarget(this.env.BUCKET, request.resultKey);
     let targetOpen = false;
     try {
       let bytesLoaded = 0;
@@ -160,11 +158,6 @@ export class TableStore extends DurableObject<Env> {
         tables.set(other.alias.toLowerCase(), name);
       }
       const loadMs = Date.now() - started;
-      const target: ResultTarget = {
-        write: (bytes) => writer.write(bytes),
-        finish: () => writer.finish(),
-        abort: () => writer.abort(),
-      };
       targetOpen = true;
       const executeStarted = Date.now();
       const result = await this.run(request, renameTables(request.sql, tables), target, deadline);
@@ -176,7 +169,7 @@ export class TableStore extends DurableObject<Env> {
         bytesLoaded,
       };
     } catch (error) {
-      if (targetOpen) await writer.abort().catch(() => {});
+      if (targetOpen) await target.abort().catch(() => {});
       if (error instanceof Stop) return { ok: false, cancelled: error.cancelled, message: error.message };
       if (error instanceof TransientError)
         return { ok: false, cancelled: false, transient: true, message: error.message };
