@@ -1312,7 +1312,7 @@ export interface paths {
         put?: never;
         /**
          * Submit an SQL query; it runs asynchronously
-         * @description SQLite's dialect, one read-only statement (SELECT, WITH … SELECT, VALUES). Name a data item as AccountName.DatasetName.DataName (parts bare, "quoted" or `quoted`, or the whole name in backticks). Placeholders take their values from Parameters (see QueryParameters). Only a malformed request, or Parameters that do not match the placeholders, is refused here; anything wrong with the SQL itself makes the query end failed with a message. Headers: Idempotency-Key (a retried submit returns the same QueryId) and Prefer: wait=N (N ≤ 30: hold the response until the query ends or N seconds pass).
+         * @description SQLite's dialect, one read-only statement (SELECT, WITH … SELECT, VALUES). Name a data item as AccountName.DatasetName.DataName (parts bare, "quoted" or `quoted`, or the whole name in backticks). Placeholders take their values from Parameters (see QueryParameters). Only a malformed request, or Parameters that do not match the placeholders, is refused here; anything wrong with the SQL itself makes the query end failed with a message. Headers: Idempotency-Key (a retried submit returns the same QueryId) and Prefer: wait=N (N ≤ 30: hold the response until the query ends or N seconds pass). A query identical to an earlier one whose result is still kept (same SQL text and Parameters, same versions of every data item it names, all readable by the caller, no random or date and time function) succeeds at once from that result, with Reused true in its status, unless Reuse is false.
          */
         post: {
             parameters: {
@@ -2150,6 +2150,11 @@ export interface components {
             Sql: string;
             Parameters?: components["schemas"]["QueryParameters"];
             Callback?: components["schemas"]["QueryCallback"];
+            /**
+             * @description Whether the query may answer from the kept result of an earlier query with the same SQL text and Parameters, on the same versions of every data item it names, when the caller may read them all (default true; the status then says Reused). false: run it anyway
+             * @example false
+             */
+            Reuse?: boolean;
         };
         /**
          * @description Values of the query's placeholders, bound by SQLite (never spliced into the text). An object binds :name, @name and $name (keys without the sigil); an array binds ? and ?NNN. A string binds as TEXT (digits stay text), an integer within ±(2^53−1) as INTEGER, any other number as REAL, a boolean as 1/0, null as NULL; send a 64-bit integer beyond 2^53 as a string (it binds as TEXT). At most 100 values. A placeholder without a value, a value without a placeholder, or names mixed with positions answer 400 naming the placeholder.
@@ -2245,10 +2250,12 @@ export interface components {
              */
             ExpiresAt: string | null;
             /**
-             * @description Which engine ran the query: sql.js (data loaded into the engine Worker) or the table store of its largest data item; null until it ran
+             * @description Which engine ran the query: sql.js (data loaded into the engine Worker) or the table store of its largest data item; null until it ran, and for a reused result
              * @enum {string|null}
              */
             Engine: "sqljs" | "store" | null;
+            /** @description True when the query did not run but answered at once from the kept result of an identical earlier query (same SQL text and Parameters, same versions of its data items): Size, RowCount and the result are that result's, BytesLoaded is 0, PeakMemoryBytes, Timings and Engine are null, and ExpiresAt is no later than that result's */
+            Reused: boolean;
             /** @description The completion webhook it was submitted with (experimental); null without */
             Callback: {
                 Url: string;

@@ -3,7 +3,7 @@ import { env } from "cloudflare:workers";
 import { parquetMetadata, parquetReadObjects, parquetSchema } from "hyparquet";
 import Papa from "papaparse";
 import { beforeAll, describe, expect, it } from "vitest";
-import { resultObjectKey } from "../../src/worker/storage/keys";
+import { resultFormatKey, resultObjectKey } from "../../src/worker/storage/keys";
 import { followDownload } from "../support/catalog";
 import { call, readEnvelope, workerWith, type Fetch } from "../support/http";
 import { authHeader, login, type LoggedIn } from "../support/login";
@@ -176,8 +176,9 @@ describe("GET /v1/query/{QueryId}/results/rawdata?format=", () => {
     expect((await rawdata(queryId, "parquet", via)).status).toBe(302);
     expect((await rawdata(queryId, "parquet", via)).status).toBe(302);
 
-    expect(writes).toEqual([resultObjectKey(queryId, "parquet")]);
-    expect(await env.BUCKET.head(resultObjectKey(queryId, "parquet"))).not.toBeNull();
+    const parquet = resultFormatKey(await resultObjectKey(queryId), "parquet");
+    expect(writes).toEqual([parquet]);
+    expect(await env.BUCKET.head(parquet)).not.toBeNull();
   });
 
   it("should refuse a format it does not know, naming the ones it does", async () => {

@@ -90,20 +90,20 @@ describe("consumeQueries", () => {
 
     expect(outcomeOf(result)).toEqual({ acked: 1, retried: [] });
     expect(await recordOf(queryId)).toEqual(before);
-    expect(await env.BUCKET.head(resultObjectKey(queryId))).toBeNull();
+    expect(await env.BUCKET.head(await resultObjectKey(queryId))).toBeNull();
   });
 
   it("should acknowledge a redelivered message of a succeeded query without running it again", async () => {
     const queryId = await queued();
     await consume([queryId]);
     const before = await recordOf(queryId);
-    const stored = await env.BUCKET.head(resultObjectKey(queryId));
+    const stored = await env.BUCKET.head(await resultObjectKey(queryId));
 
     const result = await consume([queryId]);
 
     expect(outcomeOf(result)).toEqual({ acked: 1, retried: [] });
     expect(await recordOf(queryId)).toEqual(before);
-    expect((await env.BUCKET.head(resultObjectKey(queryId)))?.uploaded).toEqual(stored?.uploaded);
+    expect((await env.BUCKET.head(await resultObjectKey(queryId)))?.uploaded).toEqual(stored?.uploaded);
   });
 
   it("should acknowledge a redelivered message of a failed query and keep its failure", async () => {
@@ -128,7 +128,7 @@ describe("consumeQueries", () => {
     expect(outcomeOf(result)).toEqual({ acked: 1, retried: [] });
     expect(await recordOf(queryId)).toEqual(before);
     expect(before).toMatchObject({ status: "cancelled" });
-    expect(await env.BUCKET.head(resultObjectKey(queryId))).toBeNull();
+    expect(await env.BUCKET.head(await resultObjectKey(queryId))).toBeNull();
   });
 
   it("should stop a running query that never ends once it is cancelled, and acknowledge it", async () => {
@@ -146,7 +146,7 @@ describe("consumeQueries", () => {
     expect(cancelled).toMatchObject({ ok: true, record: { status: "cancelled" } });
     expect(outcomeOf(result)).toEqual({ acked: 1, retried: [] });
     expect(await statusOf(user.accessToken, queryId)).toMatchObject({ Status: "cancelled", Size: 0, RowCount: null });
-    expect(await env.BUCKET.head(resultObjectKey(queryId))).toBeNull();
+    expect(await env.BUCKET.head(await resultObjectKey(queryId))).toBeNull();
   }, 30_000);
 
   it("should delete the result of a run whose query was cancelled just before its success was recorded", async () => {
@@ -160,8 +160,9 @@ describe("consumeQueries", () => {
 
     expect(outcomeOf(result)).toEqual({ acked: 1, retried: [] });
     expect(await recordOf(queryId)).toMatchObject({ status: "cancelled", resultKey: null });
-    expect(await env.BUCKET.head(resultObjectKey(queryId))).toBeNull();
-    expect(await env.BUCKET.head(resultIndexKey(resultObjectKey(queryId)))).toBeNull();
+    const key = await resultObjectKey(queryId);
+    expect(await env.BUCKET.head(key)).toBeNull();
+    expect(await env.BUCKET.head(resultIndexKey(key))).toBeNull();
   });
 
   it("should put the query back in the queue and retry with a delay when R2 cannot be read, then succeed", async () => {
@@ -222,7 +223,7 @@ describe("consumeQueries", () => {
       status: "failed",
       message: "Failed: the submit of this query failed and was taken back; submit it again.",
     });
-    expect(await env.BUCKET.head(resultObjectKey(queryId))).toBeNull();
+    expect(await env.BUCKET.head(await resultObjectKey(queryId))).toBeNull();
   });
 });
 

@@ -41,6 +41,7 @@ const SUCCESS: RunOutcome = {
   resultKey: "results/x.csv",
   resultColumns: [{ name: "a", type: "INTEGER" }],
   expiresAt: "2030-01-01T00:00:00Z",
+  reuseKey: "key-of-x",
 };
 
 describe("QueryState", () => {

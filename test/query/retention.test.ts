@@ -44,7 +44,8 @@ describe("purgeExpiredResults", () => {
   it("should report when the result expires, delete it and every format made of it after that, and answer 410 for it from then on", async () => {
     const queryId = await succeeded();
     for (const format of ["ndjson", "parquet", "arrow"]) expect((await formatOf(queryId, format)).status).toBe(302);
-    const kept = await Promise.all(resultKeys(queryId).map((key) => env.BUCKET.head(key)));
+    const keys = resultKeys(await resultObjectKey(queryId));
+    const kept = await Promise.all(keys.map((key) => env.BUCKET.head(key)));
     const before = await statusOf(user.accessToken, queryId);
     const reportedExpiry = Date.parse(before.ExpiresAt ?? "");
 
@@ -53,7 +54,7 @@ describe("purgeExpiredResults", () => {
     expect(reportedExpiry - Date.now()).toBeGreaterThan(50_000);
     expect(reportedExpiry - Date.now()).toBeLessThanOrEqual(60_000);
     expect(purged).toBeGreaterThanOrEqual(1);
-    for (const key of resultKeys(queryId)) expect(await env.BUCKET.head(key), key).toBeNull();
+    for (const key of keys) expect(await env.BUCKET.head(key), key).toBeNull();
     const after = await statusOf(user.accessToken, queryId);
     expect(after).toMatchObject({ Status: "succeeded", ExpiresAt: before.ExpiresAt, Size: before.Size });
     expect(after.Message).toBe("Succeeded; the result has expired and was deleted.");
@@ -73,7 +74,7 @@ describe("purgeExpiredResults", () => {
 
     expect(early).toBe(0);
     expect(kept).toBe("word\nlater\n");
-    expect(await env.BUCKET.head(resultObjectKey(queryId))).toBeNull();
+    expect(await env.BUCKET.head(await resultObjectKey(queryId))).toBeNull();
   });
 
   it("should keep every result while the retention time lasts", async () => {

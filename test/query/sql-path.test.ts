@@ -380,7 +380,7 @@ describe("limits", () => {
 
     expect(run.status.Status).toBe("failed");
     expect(run.status.Message).toMatch(/limit of 50 bytes \(QUERY_MAX_LOAD_BYTES\)/);
-    expect(await env.BUCKET.head(resultObjectKey(run.queryId))).toBeNull();
+    expect(await env.BUCKET.head(await resultObjectKey(run.queryId))).toBeNull();
   });
 
   it("should count the bytes of every data item a query loads against QUERY_MAX_LOAD_BYTES", async () => {
@@ -416,7 +416,7 @@ describe("limits", () => {
     expect(at.csv).toBe("n\n5\n");
     expect(over.status.Status).toBe("failed");
     expect(over.status.Message).toMatch(/limit of 3 bytes \(QUERY_MAX_RESULT_BYTES\)/);
-    expect(await env.BUCKET.head(resultObjectKey(over.queryId))).toBeNull();
+    expect(await env.BUCKET.head(await resultObjectKey(over.queryId))).toBeNull();
   });
 
   it("should fail a large result streaming past QUERY_MAX_RESULT_BYTES while it runs", async () => {
@@ -428,7 +428,7 @@ describe("limits", () => {
 
     expect(run.status.Status).toBe("failed");
     expect(run.status.Message).toMatch(/QUERY_MAX_RESULT_BYTES/);
-    expect(await env.BUCKET.head(resultObjectKey(run.queryId))).toBeNull();
+    expect(await env.BUCKET.head(await resultObjectKey(run.queryId))).toBeNull();
   }, 30_000);
 
   it("should fail a query running longer than QUERY_TIME_LIMIT_SECONDS, naming the limit", async () => {

@@ -32,6 +32,7 @@ function scriptedService(states: QueryState[]): { fetch: FetchLike; submits: Req
     ExpiresAt: null,
     Engine: null,
     Callback: null,
+    Reused: false,
   });
   const json = (body: unknown) =>
     new Response(JSON.stringify(body), { headers: { "content-type": "application/json" } });

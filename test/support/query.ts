@@ -37,6 +37,8 @@ export interface QueryStatusData {
       NextAttemptAt: string | null;
     } | null;
   } | null;
+  Engine: "sqljs" | "store" | null;
+  Reused: boolean;
 }
 
 /** The list of the caller's queries, one page. */
@@ -169,14 +171,21 @@ export function submit(
   );
 }
 
-/** Submits SQL and checks it was accepted; returns the QueryId. */
+/**
+ * Submits SQL and checks it was accepted; returns the QueryId. It opts out of
+ * result reuse (test/query/reuse.test.ts covers that), so the query runs
+ * when the test lets it, however often the same SQL was run before.
+ */
 export async function submitOk(
   token: string,
   sql: string,
   via: Fetch,
   headers: Record<string, string> = {},
 ): Promise<string> {
-  const body = await readEnvelope<{ QueryId: string }>(await submit(token, { Sql: sql }, via, headers), 200);
+  const body = await readEnvelope<{ QueryId: string }>(
+    await submit(token, { Sql: sql, Reuse: false }, via, headers),
+    200,
+  );
   expect(body.Data.QueryId).toMatch(/^[A-Za-z0-9_-]{22}$/);
   return body.Data.QueryId;
 }

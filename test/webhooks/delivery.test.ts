@@ -64,6 +64,7 @@ async function finishedQuery(url: string | null, status: "succeeded" | "running"
       resultKey: `results/${queryId}.csv`,
       resultColumns: [{ name: "one", type: "INTEGER" }],
       expiresAt: "2030-01-01T00:00:00Z",
+      reuseKey: null,
     });
   return queryId;
 }

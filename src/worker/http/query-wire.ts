@@ -23,6 +23,7 @@ export function queryStatusData(record: QueryRecord) {
     },
     ExpiresAt: record.expiresAt,
     Engine: record.engine ?? null,
+    Reused: record.reused,
     Callback: record.callback ? callbackData(record.callback) : null,
   };
 }

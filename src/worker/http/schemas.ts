@@ -183,6 +183,11 @@ export const SqlRequest = z
     Sql: z.string().openapi({ description: "A select query", example: "SELECT 1" }),
     Parameters: QueryParameters.optional(),
     Callback: QueryCallback.optional(),
+    Reuse: z.boolean().optional().openapi({
+      description:
+        "Whether the query may answer from the kept result of an earlier query with the same SQL text and Parameters, on the same versions of every data item it names, when the caller may read them all (default true; the status then says Reused). false: run it anyway",
+      example: false,
+    }),
   })
   .openapi("SqlRequest");
 
@@ -250,7 +255,11 @@ const QueryStatusData = z
     ExpiresAt: DateTime.nullable().openapi({ description: "When the result will be deleted" }),
     Engine: z.enum(["sqljs", "store"]).nullable().openapi({
       description:
-        "Which engine ran the query: sql.js (data loaded into the engine Worker) or the table store of its largest data item; null until it ran",
+        "Which engine ran the query: sql.js (data loaded into the engine Worker) or the table store of its largest data item; null until it ran, and for a reused result",
+    }),
+    Reused: z.boolean().openapi({
+      description:
+        "True when the query did not run but answered at once from the kept result of an identical earlier query (same SQL text and Parameters, same versions of its data items): Size, RowCount and the result are that result's, BytesLoaded is 0, PeakMemoryBytes, Timings and Engine are null, and ExpiresAt is no later than that result's",
     }),
     Callback: z
       .object({

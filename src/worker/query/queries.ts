@@ -1,8 +1,20 @@
 import type { Principal } from "../catalog/accounts";
 import type { FairShare, QueryLimits } from "../config";
 import { randomToken } from "../util/crypto";
-import { deleteQuery, findByIdempotencyKey, findQuery, insertQuery, listQueries, type HistoryCursor } from "./history";
+import { nowSeconds } from "../util/time";
+import { enqueueCompletion } from "../webhooks/completion";
+import { findQueryItem } from "./run-claimed-query";
+import {
+  deleteQuery,
+  findByIdempotencyKey,
+  findQuery,
+  insertQuery,
+  insertReusedQuery,
+  listQueries,
+  type HistoryCursor,
+} from "./history";
 import { FINISHED, NO_FIGURES, queryRecord, type QueryRecord, type QueryRow, type QueryStatus } from "./query-record";
+import { findReusableResult, reusedEnd } from "./reuse";
 import type { QueryText } from "./query-text";
 import { canonicalParameters } from "./sql/parameters";
 
@@ -33,8 +45,18 @@ export function userQueriesStub(env: Env, userId: string) {
   return env.USER_QUERIES.get(env.USER_QUERIES.idFromName(userId));
 }
 
+/** What a caller submits. */
+export interface QuerySubmission {
+  query: QueryText;
+  idempotencyKey: string | null;
+  /** A URL the SSRF guard accepted (src/worker/webhooks/callback-url.ts), or null. */
+  callback: { url: string } | null;
+  /** false: run it even if an identical earlier query's result is kept (`"Reuse": false`). */
+  reuse: boolean;
+}
+
 export type SubmitResult =
-  | { ok: true; queryId: string; status: QueryStatus; replayed: boolean }
+  | { ok: true; queryId: string; status: QueryStatus; replayed: boolean; reused: boolean }
   | { ok: false; reason: "idempotency_conflict" | "not_queued" }
   | { ok: false; reason: "too_many_waiting"; waiting: number };
 
@@ -46,18 +68,19 @@ export type SubmitResult =
  * idempotency key, a retried submit of the same SQL and parameters returns
  * the first query instead of a new one (with its Callback), and finishes
  * submitting it if an earlier attempt failed before its Durable Object had
- * it. `callback` is a URL the SSRF guard accepted
- * (src/worker/webhooks/callback-url.ts).
+ * it. A query that may reuse an earlier result (reuse.ts) is recorded as
+ * succeeded at once (its completion webhook handed to the queue): it never
+ * enters its owner's line, so it counts against no limit on running or
+ * waiting queries.
  */
 export async function submitQuery(
   env: Env,
   principal: Principal,
-  query: QueryText,
-  idempotencyKey: string | null,
+  submission: QuerySubmission,
   limits: QueryLimits,
   share: FairShare,
-  callback: { url: string } | null = null,
 ): Promise<SubmitResult> {
+  const { query, idempotencyKey, callback } = submission;
   if (idempotencyKey) {
     const earlier = await findByIdempotencyKey(env.DB, principal.userId, idempotencyKey);
     if (earlier) return resume(env, earlier, query, limits, share);
@@ -71,12 +94,46 @@ export async function submitQuery(
     createdAt: new Date().toISOString(),
     callback: callback && { url: callback.url, lastDelivery: null },
   };
-  if (!(await insertQuery(env.DB, row, idempotencyKey))) {
+  const source = submission.reuse ? await reusable(env, principal, query, limits) : null;
+  const inserted = source
+    ? await insertReusedQuery(
+        env.DB,
+        row,
+        idempotencyKey,
+        reusedEnd(source.end, nowSeconds(), limits.resultRetentionSeconds),
+        source.queryId,
+      )
+    : await insertQuery(env.DB, row, idempotencyKey);
+  if (!inserted) {
     // Another request with the same key won the race; if it has taken its row back since, this one is tried again.
     const earlier = idempotencyKey && (await findByIdempotencyKey(env.DB, principal.userId, idempotencyKey));
     return earlier ? resume(env, earlier, query, limits, share) : { ok: false, reason: "not_queued" };
   }
-  return enqueue(env, { ...row, end: null }, limits, share);
+  if (!source) return enqueue(env, { ...row, end: null, reused: false }, limits, share);
+  if (callback && !(await enqueueCompletion(env, row.queryId))) {
+    // Its webhook could not be handed on: the row is taken back, so that a retry with the same key submits it anew.
+    await deleteQuery(env.DB, row.queryId).catch((error: unknown) =>
+      console.error(JSON.stringify({ queryId: row.queryId, step: "withdraw: delete the row", error: String(error) })),
+    );
+    return { ok: false, reason: "not_queued" };
+  }
+  return { ok: true, queryId: row.queryId, status: "succeeded", replayed: false, reused: true };
+}
+
+/** An earlier query whose result this one may answer from (reuse.ts); a catalog that cannot be read means none. */
+async function reusable(env: Env, principal: Principal, query: QueryText, limits: QueryLimits) {
+  try {
+    return await findReusableResult(
+      env.DB,
+      query,
+      (reference) => findQueryItem(env, principal, reference),
+      nowSeconds(),
+      limits.resultRetentionSeconds,
+    );
+  } catch (error) {
+    console.error(JSON.stringify({ step: "look for a result to reuse", error: String(error) }));
+    return null;
+  }
 }
 
 /** A submit whose key has a row already: the same query, submitted now if an earlier attempt could not. */
@@ -89,7 +146,7 @@ async function resume(
 ): Promise<SubmitResult> {
   if (row.sql !== query.sql || canonicalParameters(row.parameters) !== canonicalParameters(query.parameters))
     return { ok: false, reason: "idempotency_conflict" };
-  if (row.end) return { ok: true, queryId: row.queryId, status: row.end.status, replayed: true };
+  if (row.end) return { ok: true, queryId: row.queryId, status: row.end.status, replayed: true, reused: row.reused };
   return enqueue(env, row, limits, share);
 }
 
@@ -108,7 +165,7 @@ async function enqueue(env: Env, row: QueryRow, limits: QueryLimits, share: Fair
       limits,
       callback: row.callback !== null,
     });
-    if (!created) return { ok: true, queryId, status: record.status, replayed: true };
+    if (!created) return { ok: true, queryId, status: record.status, replayed: true, reused: false };
     reached = "state";
     // After create: once in line, the query may be sent by another query's end, and must exist to be claimed.
     const entered = await userQueriesStub(env, ownerUserId).enter(queryId, share);
@@ -118,7 +175,7 @@ async function enqueue(env: Env, row: QueryRow, limits: QueryLimits, share: Fair
     }
     reached = "line";
     if (entered.admitted) await env.QUERY_QUEUE.send({ queryId } satisfies QueryMessage);
-    return { ok: true, queryId, status: record.status, replayed: false };
+    return { ok: true, queryId, status: record.status, replayed: false, reused: false };
   } catch (error) {
     console.error(JSON.stringify({ queryId, step: `submit (after the ${reached})`, error: String(error) }));
     await withdraw(env, row, reached);

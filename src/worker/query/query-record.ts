@@ -41,6 +41,8 @@ export interface QueryFigures {
   resultKey: string | null;
   resultColumns: ResultColumn[] | null;
   expiresAt: string | null;
+  /** A succeeded run's reuse key (reuse.ts): what a later identical query finds its result by; never shown. */
+  reuseKey: string | null;
 }
 
 export const NO_FIGURES: QueryFigures = {
@@ -53,6 +55,7 @@ export const NO_FIGURES: QueryFigures = {
   resultKey: null,
   resultColumns: null,
   expiresAt: null,
+  reuseKey: null,
 };
 
 /** Where a query stands: its status, what it is doing or how it ended, and its figures. */
@@ -80,6 +83,8 @@ export interface QueryRow {
   end: QueryEnd | null;
   /** The completion webhook it was submitted with, and its latest delivery attempt; null without. */
   callback: QueryCallback | null;
+  /** It answered from an earlier query's result (reuse.ts) instead of running; which one is never shown. */
+  reused: boolean;
 }
 
 /** A query as its owner sees it: its row, with where it stands. */
@@ -91,6 +96,7 @@ export interface QueryRecord extends QueryProgress {
   /** The row's creation time at whole seconds, like every time on the wire. */
   createdAt: string;
   callback: QueryCallback | null;
+  reused: boolean;
 }
 
 export function queryRecord(row: QueryRow, progress: QueryProgress): QueryRecord {
@@ -100,6 +106,7 @@ export function queryRecord(row: QueryRow, progress: QueryProgress): QueryRecord
     sql: row.sql,
     parameters: row.parameters,
     createdAt: isoSeconds(Math.floor(Date.parse(row.createdAt) / 1000)),
+    reused: row.reused,
     status: progress.status,
     message: progress.message,
     updatedAt: progress.updatedAt,
@@ -113,6 +120,7 @@ export function queryRecord(row: QueryRow, progress: QueryProgress): QueryRecord
     resultColumns: progress.resultColumns,
     expiresAt: progress.expiresAt,
     callback: row.callback,
+    reuseKey: progress.reuseKey,
   };
 }
 
@@ -129,6 +137,8 @@ export type RunOutcome =
       resultKey: string;
       resultColumns: ResultColumn[];
       expiresAt: string;
+      /** Null when the query may not be reused (reuse.ts). */
+      reuseKey: string | null;
     }
   | {
       status: "failed";

@@ -47,7 +47,7 @@ export type StepResult<T extends LiveQuery = LiveQuery> =
 
 /** A record written before the D1 row kept how queries end (migration 0007): the whole query was here. */
 type EarlierRecord = Omit<LiveQuery, "figures" | "published"> &
-  Omit<QueryFigures, "engine"> & { engine?: "sqljs" | "store" };
+  Omit<QueryFigures, "engine" | "reuseKey"> & { engine?: "sqljs" | "store" };
 
 function current(stored: LiveQuery | EarlierRecord): LiveQuery {
   if ("published" in stored) return stored;
@@ -62,6 +62,7 @@ function current(stored: LiveQuery | EarlierRecord): LiveQuery {
     resultKey: stored.resultKey,
     resultColumns: stored.resultColumns,
     expiresAt: stored.expiresAt,
+    reuseKey: null,
   };
   return {
     queryId,

@@ -1,7 +1,7 @@
 import { settings } from "../config";
 import { resultKeys } from "../storage/keys";
 import { isoSeconds, nowSeconds } from "../util/time";
-import { deleteQuery, dueResults, recordResultDeleted, rowsWithoutEnd } from "./history";
+import { deleteQuery, dueResults, recordResultDeleted, resultStillHeld, rowsWithoutEnd } from "./history";
 import { queryStub } from "./queries";
 
 const BATCH = 200;
@@ -12,7 +12,8 @@ const BATCH = 200;
  * their query's end first ask its Durable Object, which writes the end into
  * the row (one whose write failed, or recorded before rows kept ends); a
  * row whose object never had the query (a submit that failed part way) is
- * deleted.
+ * deleted. A result object that queries share (reuse.ts) is deleted with
+ * the last of them: the others only say theirs is gone.
  */
 export async function purgeExpiredResults(env: Env): Promise<number> {
   const now = nowSeconds();
@@ -21,9 +22,9 @@ export async function purgeExpiredResults(env: Env): Promise<number> {
     if (!(await queryStub(env, queryId).get())) await deleteQuery(env.DB, queryId);
   }
   let purged = 0;
-  for (const { queryId } of await dueResults(env.DB, isoSeconds(now), BATCH)) {
-    // The CSV, its row index and every format made from it.
-    await env.BUCKET.delete(resultKeys(queryId));
+  for (const { queryId, resultKey } of await dueResults(env.DB, isoSeconds(now), BATCH)) {
+    // The CSV, its row index and every format made from it, once no query in its retention holds them.
+    if (!(await resultStillHeld(env.DB, resultKey, isoSeconds(now)))) await env.BUCKET.delete(resultKeys(resultKey));
     await recordResultDeleted(env.DB, queryId, isoSeconds(now));
     purged++;
   }

@@ -4,8 +4,9 @@ import type { QueryLimits } from "../config";
 import { resultObjectKey } from "../storage/keys";
 import { isoSeconds, nowSeconds } from "../util/time";
 import { parseColumnImages } from "./engine/column-images";
-import { evaluateSql, type LoadableItem, type QuerySource } from "./engine/evaluate-sql";
+import { evaluateSql, nameOf, type LoadableItem, type QuerySource } from "./engine/evaluate-sql";
 import { storedResultTarget } from "./result/stored-result";
+import { reuseKey, type ReadVersion } from "./reuse";
 import type { DataItemReference } from "./sql/table-names";
 import { parseTableStoreState, tableStoreStub } from "./store/store-state";
 import { parseTableLayout } from "./table-layout";
@@ -35,8 +36,14 @@ export async function runClaimedQuery(
   const owner = await findUserById(env.DB, record.ownerUserId);
   if (!owner) return { status: "failed", message: "Failed: the account that submitted the query no longer exists." };
 
+  // The version each name was last found at: the one the run read (a wait for a table store finds them again).
+  const read = new Map<string, ReadVersion>();
   const source: QuerySource = {
-    find: (reference) => findQueryItem(env, owner, reference),
+    async find(reference) {
+      const item = await findQueryItem(env, owner, reference);
+      if (item) read.set(nameOf(reference), { reference, objectKey: item.objectKey });
+      return item;
+    },
     async open(item: LoadableItem) {
       return openObjectStream(env.BUCKET, item.objectKey);
     },
@@ -46,10 +53,11 @@ export async function runClaimedQuery(
     },
     queryStore: (objectKey, request) => tableStoreStub(env, objectKey).query(request),
   };
-  const key = resultObjectKey(record.queryId);
+  const key = await resultObjectKey(record.queryId);
   const target = storedResultTarget(env.BUCKET, key);
+  const query = { sql: record.sql, parameters: record.parameters };
   const outcome = await evaluateSql(
-    { sql: record.sql, parameters: record.parameters },
+    query,
     {
       source,
       target,
@@ -91,6 +99,7 @@ export async function runClaimedQuery(
     resultKey: key,
     resultColumns: outcome.columns,
     expiresAt: isoSeconds(nowSeconds() + limits.resultRetentionSeconds),
+    reuseKey: await reuseKey(query, [...read.values()]),
   };
 }
 

@@ -47,7 +47,7 @@ queryRoutes.openapi(
     path: "/query",
     tags: ["query"],
     summary: "Submit an SQL query; it runs asynchronously",
-    description: `SQLite's dialect, one read-only statement (SELECT, WITH … SELECT, VALUES). Name a data item as AccountName.DatasetName.DataName (parts bare, "quoted" or \`quoted\`, or the whole name in backticks). Placeholders take their values from Parameters (see QueryParameters). Only a malformed request, or Parameters that do not match the placeholders, is refused here; anything wrong with the SQL itself makes the query end failed with a message. Headers: Idempotency-Key (a retried submit returns the same QueryId) and Prefer: wait=N (N ≤ ${MAX_WAIT_SECONDS}: hold the response until the query ends or N seconds pass).`,
+    description: `SQLite's dialect, one read-only statement (SELECT, WITH … SELECT, VALUES). Name a data item as AccountName.DatasetName.DataName (parts bare, "quoted" or \`quoted\`, or the whole name in backticks). Placeholders take their values from Parameters (see QueryParameters). Only a malformed request, or Parameters that do not match the placeholders, is refused here; anything wrong with the SQL itself makes the query end failed with a message. Headers: Idempotency-Key (a retried submit returns the same QueryId) and Prefer: wait=N (N ≤ ${MAX_WAIT_SECONDS}: hold the response until the query ends or N seconds pass). A query identical to an earlier one whose result is still kept (same SQL text and Parameters, same versions of every data item it names, all readable by the caller, no random or date and time function) succeeds at once from that result, with Reused true in its status, unless Reuse is false.`,
     ...authenticated,
     request: {
       headers: z.object({
@@ -73,7 +73,7 @@ queryRoutes.openapi(
     },
   }),
   async (c) => {
-    const { Sql, Parameters = null, Callback } = c.req.valid("json");
+    const { Sql, Parameters = null, Callback, Reuse = true } = c.req.valid("json");
     const limits = c.get("config").query;
     const problem = queryTextProblem({ sql: Sql, parameters: Parameters }, limits.maxSqlLength);
     if (problem) throw badRequest(problem);
@@ -83,11 +83,14 @@ queryRoutes.openapi(
     const submitted = await submitQuery(
       c.env,
       c.get("principal"),
-      { sql: Sql, parameters: Parameters },
-      headers["idempotency-key"] ?? null,
+      {
+        query: { sql: Sql, parameters: Parameters },
+        idempotencyKey: headers["idempotency-key"] ?? null,
+        callback: callback && { url: callback.url },
+        reuse: Reuse,
+      },
       limits,
       c.get("config").fairShare,
-      callback && { url: callback.url },
     );
     if (!submitted.ok) {
       if (submitted.reason === "idempotency_conflict")
@@ -113,9 +116,11 @@ queryRoutes.openapi(
     }
     const message = submitted.replayed
       ? `The query with this Idempotency-Key was submitted before; it is ${status}.`
-      : FINISHED.has(status)
-        ? `The query ${status}.`
-        : `The query is ${status}.`;
+      : submitted.reused
+        ? "The query succeeded: it reused the result of an identical earlier query."
+        : FINISHED.has(status)
+          ? `The query ${status}.`
+          : `The query is ${status}.`;
     const waited = wait > 0 && { Status: status, ...(await firstPage(c, submitted.queryId, status)) };
     return c.json({ ...envelope(200, message), Data: { QueryId: submitted.queryId, ...waited } }, 200);
   },

@@ -17,7 +17,7 @@ import {
 import { ByteWriter, ParquetWriter, type SchemaElement } from "hyparquet-writer";
 import { namesFromHeader } from "../../ingest/table-check";
 import type { DataTypeName } from "../../ingest/value-types";
-import { resultObjectKey, type ResultFormat } from "../../storage/keys";
+import { resultFormatKey, type ResultFormat } from "../../storage/keys";
 import { openObjectStream } from "../../storage/object-stream";
 import { R2StreamWriter } from "../../storage/r2-writer";
 import { readStoredCsv } from "../stored-csv";
@@ -233,7 +233,7 @@ export async function resultInFormat(
   format: ResultFormat,
 ): Promise<FormatMade> {
   if (format === "csv") return { ok: true, key: result.resultKey, made: false };
-  const key = resultObjectKey(result.queryId, format);
+  const key = resultFormatKey(result.resultKey, format);
   if (await bucket.head(key)) return { ok: true, key, made: false };
   const stream = await openObjectStream(bucket, result.resultKey);
   if (!stream) return { ok: false, reason: "gone" };
