@@ -39,6 +39,8 @@ export interface QueryOptions {
   wait?: number;
   /** Sent as Idempotency-Key; default a new random one, so a retried submit cannot run the query twice. */
   idempotencyKey?: string;
+  /** false: run the query even when an identical earlier query's result could answer it (sent as `Reuse`). */
+  reuse?: boolean;
   /** Called with each status seen while waiting (for a spinner). */
   onStatus?: (status: QueryStatus) => void;
   signal?: AbortSignal;
@@ -305,11 +307,18 @@ export class DqsClient {
    * POST /query: submits SQL; the query runs asynchronously. `waitSeconds`
    * (≤ 30) holds the answer until it ends; it then also says the query's
    * state and, once it has succeeded, carries the first page of its rows.
-   * `callback` is a URL to POST the signed completion webhook to.
+   * `callback` is a URL to POST the signed completion webhook to; `reuse:
+   * false` runs it even when an identical earlier query's result could answer it.
    */
   async submitQuery(
     sql: string,
-    options: { idempotencyKey?: string; waitSeconds?: number; parameters?: QueryParameters; callback?: string } = {},
+    options: {
+      idempotencyKey?: string;
+      waitSeconds?: number;
+      parameters?: QueryParameters;
+      callback?: string;
+      reuse?: boolean;
+    } = {},
   ): Promise<{ queryId: string; message: string; state?: QueryState; firstPage?: ResultRowsPage }> {
     const headers: Record<string, string> = {};
     if (options.idempotencyKey) headers["idempotency-key"] = options.idempotencyKey;
@@ -319,6 +328,7 @@ export class DqsClient {
         Sql: sql,
         Parameters: options.parameters,
         Callback: options.callback === undefined ? undefined : { Url: options.callback },
+        Reuse: options.reuse,
       },
       headers,
     });
@@ -505,6 +515,7 @@ export class DqsClient {
       idempotencyKey: options.idempotencyKey ?? crypto.randomUUID(),
       waitSeconds: Math.min(SUBMIT_WAIT_SECONDS, Math.floor(wait)),
       callback: options.callback,
+      reuse: options.reuse,
     });
     return { status: await this.waitForQuery(queryId, { ...options, wait }), firstPage };
   }

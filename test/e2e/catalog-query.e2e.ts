@@ -270,11 +270,12 @@ describe("queries against wrangler dev with COLUMN_IMAGES=off, reading the CSV",
 });
 
 describe("cancelling a running query against wrangler dev", () => {
+  // Reuse false: the query after a cancelled one must run, to show the engine let the cancelled one go.
   const submit = async (sql: string) => {
     const submitted = await service.api("/v1/query", {
       method: "POST",
       headers: { "content-type": "application/json" },
-      body: JSON.stringify({ Sql: sql }),
+      body: JSON.stringify({ Sql: sql, Reuse: false }),
     });
     expect(submitted.status).toBe(200);
     return String((await envelope(submitted)).Data?.QueryId);

@@ -63,6 +63,21 @@ describe("query()", () => {
     expect(await client.queryRows(status.QueryId)).toEqual(all);
   });
 
+  it("should answer an identical query from the earlier result, and run it again with reuse: false", async () => {
+    const sql = `SELECT id, amount FROM ${table} WHERE amount > 5`;
+    const first = await client.query(sql, { wait: 60 });
+
+    const again = await client.query(sql, { wait: 60 });
+    const fresh = await client.query(sql, { wait: 60, reuse: false });
+
+    expect(first.status.Reused).toBe(false);
+    expect(again.status).toMatchObject({ Status: "succeeded", Reused: true, Engine: null, Timings: null });
+    expect(again.status.QueryId).not.toBe(first.status.QueryId);
+    expect(again.rows).toEqual(first.rows);
+    expect(fresh.status).toMatchObject({ Status: "succeeded", Reused: false, Engine: "sqljs" });
+    expect(fresh.rows).toEqual(first.rows);
+  });
+
   it("should throw a DqsQueryError with the reason when the query fails", async () => {
     const error = (await client.query(`DELETE FROM ${table}`).catch((e: unknown) => e)) as DqsQueryError;
 

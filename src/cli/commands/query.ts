@@ -24,6 +24,7 @@ type Format = "csv" | "json" | "table" | "ndjson" | "parquet" | "arrow";
 
 interface QueryCommandOptions {
   wait: boolean | string | undefined;
+  reuse: boolean;
   output?: string;
   format?: Format;
   limit?: string;
@@ -48,6 +49,7 @@ export function queryCommands(program: Command): void {
     .option("--wait [seconds]", "how long to wait for the result (default 300; 0: only submit, as --no-wait)")
     .option("--no-wait", "only submit the query and print its id")
     .option("--param <value>", PARAM_HELP, collectParam, [])
+    .option("--no-reuse", "run it even if an identical earlier query's result could answer it")
     .option("-o, --output <file>", "write the result to this file")
     .option("--callback <url>", "POST a signed completion webhook to this URL when the query ends (experimental)")
     .option(
@@ -140,6 +142,7 @@ async function query(ctx: Context, sql: string, options: QueryCommandOptions): P
       idempotencyKey: crypto.randomUUID(),
       parameters,
       callback: options.callback,
+      reuse: options.reuse ? undefined : false,
     });
     await ctx.print({ QueryId: queryId, Message: message }, () => `${queryId}\n`);
     return;
@@ -151,8 +154,9 @@ async function query(ctx: Context, sql: string, options: QueryCommandOptions): P
   if ((format === "parquet" || format === "arrow") && !options.output && process.stdout.isTTY)
     throw new UsageError(`--format ${format} is binary: write it to a file with -o FILE, or pipe it.`);
 
+  const reuse = options.reuse ? undefined : false;
   const status = await withSpinner((onStatus) =>
-    client.runQuery(sql, { wait, onStatus, parameters, callback: options.callback }),
+    client.runQuery(sql, { wait, onStatus, parameters, callback: options.callback, reuse }),
   );
   if (format === "table") return printTable(ctx, client, status, options.output, limit);
   await writeResult(client, status, format, options.output);
@@ -179,7 +183,8 @@ async function withSpinner(
       last = status.Status;
     });
     const seconds = ((Date.now() - started) / 1000).toFixed(1);
-    const summary = `Query ${status.QueryId} succeeded: ${status.RowCount ?? "?"} rows, ${bytes(status.Size)} in ${seconds} s`;
+    const reused = status.Reused ? " (reused an identical earlier query's result)" : "";
+    const summary = `Query ${status.QueryId} succeeded: ${status.RowCount ?? "?"} rows, ${bytes(status.Size)} in ${seconds} s${reused}`;
     // At a terminal the spinner turns into a green tick; in a log, a plain one.
     if (interactive) spinner.succeed(summary);
     else process.stderr.write(`✔ ${summary}\n`);
@@ -305,6 +310,7 @@ function describeStatus(status: QueryStatus): string {
     ["Size", status.Size ? `${bytes(status.Size)} (${status.Size} bytes)` : "0"],
     ["Loaded", status.BytesLoaded === null ? "" : bytes(status.BytesLoaded)],
     ["Engine", status.Engine === "store" ? "table store" : status.Engine === "sqljs" ? "sql.js" : ""],
+    ["Reused", status.Reused ? "yes: the result of an identical earlier query" : "no"],
     [
       "Timings",
       t ? `queue ${t.QueueWaitMs} ms, load ${t.LoadMs} ms, execute ${t.ExecuteMs} ms, write ${t.WriteMs} ms` : "",

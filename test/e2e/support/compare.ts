@@ -9,7 +9,10 @@ export interface DqsAnswer {
   status: { Status: string; Message: string; Engine: string; BytesLoaded: number };
 }
 
-/** Runs SQL through the service (submit with Prefer: wait, status, signed download) and parses the result CSV. */
+/**
+ * Runs SQL through the service (submit with Prefer: wait, status, signed download) and parses the result CSV.
+ * Each call runs it (Reuse false): the answer is the engine's, never an earlier run's result.
+ */
 export async function dqsRows(
   server: { url: string },
   token: string,
@@ -20,7 +23,7 @@ export async function dqsRows(
   const submitted = await fetch(`${server.url}/v1/query`, {
     method: "POST",
     headers: { ...headers, "content-type": "application/json", prefer: `wait=${waitSeconds}` },
-    body: JSON.stringify({ Sql: sql }),
+    body: JSON.stringify({ Sql: sql, Reuse: false }),
   });
   const { Data } = (await submitted.json()) as { Data: { QueryId: string } };
   let status: DqsAnswer["status"];
