@@ -147,9 +147,11 @@ export class Client {
    * Submits `sql`, waits for it to end (Prefer: wait on the submit, then
    * polling the status), and downloads the result through the 302 with no
    * token. `seconds` runs from just before the submit to the last byte of
-   * the result (or to the moment the failure is known).
+   * the result (or to the moment the failure is known). It runs the query
+   * (`Reuse: false`) unless `reuse` is true: the bench times the engines, and
+   * an identical earlier query's result would answer it otherwise.
    */
-  async query(sql: string, options: { pollMs?: number; timeoutMs?: number } = {}): Promise<QueryRun> {
+  async query(sql: string, options: { pollMs?: number; timeoutMs?: number; reuse?: boolean } = {}): Promise<QueryRun> {
     const pollMs = options.pollMs ?? 50;
     const timeoutMs = options.timeoutMs ?? 300_000;
     const started = performance.now();
@@ -165,9 +167,10 @@ export class Client {
       fetch(`${this.baseUrl}/v1/query`, {
         method: "POST",
         headers: { ...this.auth, "content-type": "application/json", prefer: "wait=30" },
-        body: JSON.stringify({ Sql: sql }),
+        body: JSON.stringify({ Sql: sql, Reuse: options.reuse ?? false }),
       }),
     );
+    const submitSeconds = elapsed();
     const queryId = (submitted.json?.Data as { QueryId?: string } | undefined)?.QueryId;
     if (submitted.status !== 200 || !queryId) {
       note("submit", submitted);
@@ -226,7 +229,7 @@ export class Client {
         message: withNotes(`download answered ${download.status}: ${csv.slice(0, 200)}`),
         seconds,
       };
-    return { ok: true, queryId, status, csv, seconds, notes: oddities };
+    return { ok: true, queryId, status, csv, seconds, submitSeconds, notes: oddities };
   }
 }
 
@@ -324,8 +327,10 @@ export interface QueryStatus {
   BytesLoaded: number | null;
   PeakMemoryBytes: number | null;
   Timings: { QueueWaitMs: number; LoadMs: number; ExecuteMs: number; WriteMs: number } | null;
-  /** Which engine ran it (null until it ran; absent before issue 12). */
+  /** Which engine ran it (null until it ran, and for a reused result; absent before issue 12). */
   Engine?: "sqljs" | "store" | null;
+  /** It answered from an identical earlier query's result (absent before issue 13). */
+  Reused?: boolean;
 }
 
 /** The storage endpoint's `TableStore` (issue 12): null for a version without one. */
@@ -337,5 +342,14 @@ export interface TableStoreInfo {
 }
 
 export type QueryRun =
-  | { ok: true; queryId: string; status: QueryStatus; csv: string; seconds: number; notes: string[] }
+  | {
+      ok: true;
+      queryId: string;
+      status: QueryStatus;
+      csv: string;
+      seconds: number;
+      /** Until the submit's answer (Prefer: wait included). */
+      submitSeconds: number;
+      notes: string[];
+    }
   | { ok: false; queryId?: string; status?: QueryStatus; message: string; seconds: number };

@@ -94,11 +94,12 @@ interface Submitted {
   message: string;
 }
 
+/** Each submit runs (Reuse false): a repeated SQL must take its turn, not answer from an earlier result. */
 async function submit(url: string, token: string, sql: string, index: number): Promise<Submitted> {
   const answer = await call(`${url}/v1/query`, token, {
     method: "POST",
     headers: { "content-type": "application/json" },
-    body: JSON.stringify({ Sql: sql }),
+    body: JSON.stringify({ Sql: sql, Reuse: false }),
   });
   return {
     index,

@@ -124,6 +124,23 @@ export interface ConcurrencyRun {
   }[];
 }
 
+/** Q1 on one file run once, then repeated: each repeat may answer from the first run's result (issue 13). */
+export interface ReuseRun {
+  file: string;
+  query: string;
+  /** The run the repeats reuse: submitted with Reuse false. */
+  first: { ok: boolean; seconds: number; engine: string | null; message: string | null };
+  repeats: {
+    ok: boolean;
+    seconds: number;
+    /** Until the submit's answer, which already says the query succeeded when it reused a result. */
+    submit_seconds: number | null;
+    reused: boolean | null;
+    same_rows: boolean | null;
+    message: string | null;
+  }[];
+}
+
 /** Which isolate the memory pass read for uploads (the API Worker) or queries (the engine Worker), and how it knew. */
 export interface IsolateNote {
   role: "uploads" | "queries";
@@ -155,6 +172,7 @@ interface SummaryInput {
   cases: CaseRun[];
   firstAnswers: FirstAnswerRun[];
   concurrency: ConcurrencyRun | null;
+  reuse: ReuseRun[];
   /** The untimed pass with DevTools attached, for the isolate's memory. */
   memory: { uploads: UploadRun[]; cases: CaseRun[] };
   /** The memory pass's sessions (empty without one). */
@@ -437,6 +455,7 @@ export function summarize(input: SummaryInput) {
     return runs.length ? [summarizeFirstAnswer(runs, file, q1)] : [];
   });
   const concurrency = input.concurrency ? summarizeConcurrency(input.concurrency) : null;
+  const reuse = input.reuse.map(summarizeReuse);
   return {
     date: input.date,
     machine: input.machine,
@@ -457,6 +476,7 @@ export function summarize(input: SummaryInput) {
     upload_cli,
     first_answer,
     concurrency,
+    reuse,
     targets: targets(cases, upload, input.memoryBudgetBytes, first_answer, concurrency),
     memory_pass: {
       isolates: input.isolates,
@@ -553,6 +573,30 @@ function summarizeConcurrency(run: ConcurrencyRun) {
     same_rows: ok.every((q) => q.same_rows_as_first !== false),
     error: run.queries.find((q) => !q.ok)?.message ?? null,
     queries: run.queries,
+  };
+}
+
+function summarizeReuse(run: ReuseRun) {
+  const ok = run.repeats.filter((r) => r.ok);
+  const seconds = ok.map((r) => r.seconds);
+  const repeatMedian = median(seconds);
+  return {
+    file: run.file,
+    query: run.query,
+    first_s: run.first.ok ? round(run.first.seconds) : null,
+    first_engine: run.first.engine,
+    repeats: run.repeats.length,
+    /** Each repeat end to end: submit → status → result downloaded. */
+    repeat_median_s: round(repeatMedian),
+    repeat_min_s: round(min(seconds)),
+    repeat_max_s: round(max(seconds)),
+    submit_median_s: round(median(ok.flatMap((r) => (r.submit_seconds === null ? [] : [r.submit_seconds])))),
+    /** How many repeats the service answered from the first run's result. */
+    reused: run.repeats.filter((r) => r.reused === true).length,
+    same_rows: run.repeats.every((r) => r.same_rows !== false),
+    first_over_repeat: round(run.first.ok ? ratio(run.first.seconds, repeatMedian) : null, 1),
+    error: (run.first.ok ? null : run.first.message) ?? run.repeats.find((r) => !r.ok)?.message ?? null,
+    per_repeat: run.repeats,
   };
 }
 
@@ -889,6 +933,7 @@ export function renderMarkdown(summary: Summary): string {
   }
   renderFloor(summary, lines);
   renderConcurrency(summary, lines);
+  renderReuse(summary, lines);
   lines.push("");
   lines.push("## Targets (issues 6 and 12)");
   lines.push("");
@@ -1005,6 +1050,30 @@ function renderConcurrency(summary: Summary, lines: string[]): void {
       `${s(c.queue_wait_median_s)} | ${s(c.queue_wait_max_s)} | ${s(c.execute_median_s)} | ${c.engine ?? "n/a"} | ${c.same_rows ? "✓" : "✗"} |`,
   );
   if (c.error) lines.push("", `- a query failed: ${cell(c.error).slice(0, 400)}`);
+}
+
+function renderReuse(summary: Summary, lines: string[]): void {
+  if (!summary.reuse.length) return;
+  lines.push("", "## Reuse: Q1 repeated, end to end", "");
+  lines.push(
+    "The query once with `Reuse: false` (it runs), then the same SQL again on the same version, each time end to " +
+      "end (submit with Prefer: wait → status → result downloaded through the 302): the service answers each repeat " +
+      "from the first run's result (issue 13). Reused: repeats whose status says `Reused: true`; same rows: each " +
+      "repeat's rows against the first run's; submit: until the submit's answer, which already says the query " +
+      "succeeded.",
+  );
+  lines.push("");
+  lines.push(
+    "| file | query | first run s | engine | repeats | repeat median s | repeat min–max s | submit median s | first/repeat | reused | same rows |",
+  );
+  lines.push("|---|---|--:|---|--:|--:|--:|--:|--:|--:|---|");
+  for (const r of summary.reuse)
+    lines.push(
+      `| ${r.file} | ${r.query} | ${r.first_s === null ? "**FAILED**" : s(r.first_s)} | ${r.first_engine ?? "n/a"} | ${r.repeats} | ` +
+        `${s(r.repeat_median_s)} | ${s(r.repeat_min_s)}–${s(r.repeat_max_s)} | ${s(r.submit_median_s)} | ${r.first_over_repeat ?? "n/a"} | ` +
+        `${r.reused} of ${r.repeats} | ${r.same_rows ? "✓" : "✗"} |`,
+    );
+  for (const r of summary.reuse) if (r.error) lines.push("", `- ${r.file} ${r.query}: ${cell(r.error).slice(0, 400)}`);
 }
 
 /** Which isolate the memory pass read for `role`, for the text above a table ("" when there was no memory pass). */

@@ -7,6 +7,7 @@
  *   npm run bench -- --quick       1 run
  *   npm run bench -- --runs 3 --files 100k,1m --queries Q1 --var QUERY_MEMORY_BUDGET_BYTES=200000000
  *   npm run bench -- --uploads-only   uploads only (no queries, no references)
+ *   npm run bench -- --reuse-only     Q1 run once, then repeated with result reuse (default file: 1m)
  *   npm run bench -- --readme      also put the table into bench/README.md
  *   npm run bench -- --quick --files 100k --out threshold-store --var TABLE_STORE_MIN_ROWS=1
  *   npm run bench -- --pages       result pages (page 900 of the 1M-row result) and formats only (bench/pages.ts)
@@ -38,6 +39,7 @@ import {
   type CliUploadRun,
   type ConcurrencyRun,
   type FirstAnswerRun,
+  type ReuseRun,
   type IsolateNote,
   type MemoryMode,
   type Timed,
@@ -140,6 +142,10 @@ const QUERY_TIMEOUT_MS = 900_000;
 
 /** The files of a run without --files (see bench/README.md for the run times). */
 const DEFAULT_FILES = "100k,1m,1m.gz";
+/** The file the reuse case runs on in a whole run, and the default of --reuse-only. */
+const REUSE_FILE: FileLabel = "1m";
+/** How often the reuse case repeats Q1 after its first run. */
+const REUSE_REPEATS = 5;
 
 const log = (line: string) => process.stderr.write(`[bench ${new Date().toISOString().slice(11, 19)}] ${line}\n`);
 
@@ -148,7 +154,7 @@ function options() {
     options: {
       quick: { type: "boolean", default: false },
       runs: { type: "string" },
-      files: { type: "string", default: DEFAULT_FILES },
+      files: { type: "string" },
       queries: { type: "string", default: "Q1,Q2,Q3,Q4" },
       out: { type: "string", default: "latest" },
       concurrency: { type: "string", default: "20" },
@@ -161,6 +167,7 @@ function options() {
       "uploads-only": { type: "boolean", default: false },
       pages: { type: "boolean", default: false },
       page: { type: "string", default: "900" },
+      "reuse-only": { type: "boolean", default: false },
       help: { type: "boolean", default: false },
     },
     allowPositionals: false,
@@ -170,6 +177,7 @@ function options() {
       [
         "npm run bench -- [--quick] [--runs N] [--files 100k,1m,1m.gz,5m,5m.gz] [--queries Q1,Q2,Q3,Q4]",
         "                 [--var NAME=VALUE ...] [--no-reference] [--no-inspector] [--no-floor] [--no-cli] [--uploads-only]",
+        "                 [--reuse-only]",
         "                 [--concurrency N] [--out NAME] [--readme]",
         "npm run bench -- --pages [--files 1m] [--page 900] [--runs N] [--out pages]",
         "  --quick         one run (default: 5)",
@@ -182,6 +190,8 @@ function options() {
         "  --no-reference  skip sqlite3 and DuckDB",
         "  --no-inspector  no memory pass (the isolates' heaps read through DevTools: uploads in the API Worker, queries in the engine)",
         "  --uploads-only  upload the files (timed runs and memory pass) but run no query",
+        `  --reuse-only    upload the files (default ${REUSE_FILE}) once, then on each: Q1 run once and repeated ${REUSE_REPEATS} times with result reuse`,
+        `                  (a whole run does this on ${REUSE_FILE} after the timed runs); nothing else`,
         "  --readme        also write the tables into bench/README.md and README.md (between the bench:latest markers)",
         "  --pages         only result pages and formats: page --page (default 900) of SELECT * on one file (default 1m)",
         "",
@@ -189,11 +199,14 @@ function options() {
     );
     process.exit(0);
   }
-  const runs = values.runs ? Number(values.runs) : values.quick ? 1 : 5;
+  const reuseOnly = values["reuse-only"];
+  const runs = reuseOnly ? 1 : values.runs ? Number(values.runs) : values.quick ? 1 : 5;
   if (!Number.isInteger(runs) || runs < 1) throw new Error(`--runs must be a positive integer, not ${values.runs}`);
-  const files = (values.files === "all" ? FILE_LABELS.join(",") : values.files).split(",").map((f) => f.trim());
+  const named = values.files ?? (reuseOnly ? REUSE_FILE : DEFAULT_FILES);
+  const files = (named === "all" ? FILE_LABELS.join(",") : named).split(",").map((f) => f.trim());
   for (const f of files) if (!(f in DATA_NAME)) throw new Error(`unknown file ${f}; use ${FILE_LABELS.join(", ")}`);
-  const queries = values["uploads-only"] ? [] : values.queries.split(",").map((q) => q.trim().toUpperCase());
+  const queries =
+    values["uploads-only"] || reuseOnly ? [] : values.queries.split(",").map((q) => q.trim().toUpperCase());
   for (const q of queries)
     if (!QUERIES.some((d) => d.id === q))
       throw new Error(`unknown query ${q}; use ${QUERIES.map((d) => d.id).join(", ")}`);
@@ -205,18 +218,19 @@ function options() {
   const page = Number(values.page);
   if (!Number.isInteger(page) || page < 1) throw new Error(`--page must be a page number from 1, not ${values.page}`);
   return {
-    pages: values.pages ? { page, file: (values.files === DEFAULT_FILES ? "1m" : files[0]) as FileLabel } : null,
+    pages: values.pages ? { page, file: (values.files === undefined ? "1m" : files[0]) as FileLabel } : null,
     runs,
     files: files as FileLabel[],
     queries,
     vars,
     out: values.out,
-    concurrency,
-    floor: !values["no-floor"],
-    cli: !values["no-cli"],
+    concurrency: reuseOnly ? 0 : concurrency,
+    floor: !values["no-floor"] && !reuseOnly,
+    cli: !values["no-cli"] && !reuseOnly,
     readme: values.readme,
-    reference: !values["no-reference"],
-    inspector: !values["no-inspector"],
+    reference: !values["no-reference"] && !reuseOnly,
+    inspector: !values["no-inspector"] && !reuseOnly,
+    reuseOnly,
   };
 }
 
@@ -289,6 +303,7 @@ async function main() {
   const cliFile = opts.cli ? (files.find((f) => f.label === "1m") ?? files[0] ?? null) : null;
   let cli: CliUploader | null = null;
   let concurrency: ConcurrencyRun | null = null;
+  const reuse: ReuseRun[] = [];
   let server: DevServer | null = null;
   let floor: FloorServer | null = null;
   const stopServer = async () => {
@@ -470,6 +485,18 @@ async function main() {
       concurrency = await concurrentQueries(server.url, client, big, q1, opts.concurrency);
       if (!expected) log("concurrency: no timed Q1 on 5m succeeded to compare the rows with");
     }
+    // Q1 repeated with reuse: on every file with --reuse-only, else on the 1M-row file when Q1 ran.
+    const reuseQuery = opts.reuseOnly ? QUERIES.find((q) => q.id === "Q1")! : q1;
+    for (const file of files.filter((f) => opts.reuseOnly || f.label === REUSE_FILE)) {
+      if (!reuseQuery || !timed.uploads.some((u) => u.file === file.label && u.ok)) continue;
+      const run = await reuseCase(client, file, reuseQuery);
+      reuse.push(run);
+      const repeats = run.repeats.map((r) => (r.ok ? `${(r.seconds * 1000).toFixed(0)} ms` : "FAILED")).join(", ");
+      log(
+        `  reuse ${file.label} ${reuseQuery.id}: first ${run.first.ok ? `${run.first.seconds.toFixed(2)} s` : `FAILED (${run.first.message})`}, ` +
+          `repeats ${repeats}; reused ${run.repeats.filter((r) => r.reused).length} of ${run.repeats.length}`,
+      );
+    }
     // A DevTools session puts the isolate in debugging mode (WebAssembly stays in its baseline tier:
     // queries run ~1.5x slower), so the isolate's memory is read in a pass of its own, never timed.
     if (opts.inspector) {
@@ -517,6 +544,7 @@ async function main() {
     cases: timed.cases,
     firstAnswers: timed.firstAnswers,
     concurrency,
+    reuse,
     memory,
     isolates: isolateNotes,
     note: serverNote,
@@ -769,6 +797,40 @@ async function concurrentQueries(
   const ok = queries.filter((q) => q.ok).length;
   log(`concurrency: ${ok} of ${count} succeeded in ${wall.toFixed(1)} s`);
   return { file: file.label, query: query.id, users: count, wall_s: wall, queries };
+}
+
+/**
+ * Q1 on `file` once with Reuse false (it runs), then REUSE_REPEATS times with reuse on, each end to end as a
+ * client sees it (submit with Prefer: wait, status, result downloaded); every repeat's rows against the first's.
+ */
+async function reuseCase(client: Client, file: BenchFile, query: QueryDef): Promise<ReuseRun> {
+  const sql = query.sql.replaceAll("{t}", `${ACCOUNT}.${DATASET}.${DATA_NAME[file.label]}`);
+  const first = await client.query(sql, { timeoutMs: QUERY_TIMEOUT_MS });
+  const firstRows = first.ok ? parseCsv(first.csv) : null;
+  const repeats: ReuseRun["repeats"] = [];
+  for (let i = 0; i < REUSE_REPEATS; i++) {
+    const repeat = await client.query(sql, { reuse: true, timeoutMs: QUERY_TIMEOUT_MS });
+    const rows = repeat.ok ? parseCsv(repeat.csv) : null;
+    repeats.push({
+      ok: repeat.ok,
+      seconds: repeat.seconds,
+      submit_seconds: repeat.ok ? repeat.submitSeconds : null,
+      reused: repeat.status?.Reused ?? null,
+      same_rows: rows && firstRows ? compareRows(rows, firstRows, query.order) === null : null,
+      message: repeat.ok ? null : repeat.message,
+    });
+  }
+  return {
+    file: file.label,
+    query: query.id,
+    first: {
+      ok: first.ok,
+      seconds: first.seconds,
+      engine: first.status?.Engine ?? null,
+      message: first.ok ? null : first.message,
+    },
+    repeats,
+  };
 }
 
 function engineText(run: Timed): string {
