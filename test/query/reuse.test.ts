@@ -3,7 +3,7 @@ import { afterEach, beforeAll, describe, expect, it, vi } from "vitest";
 import { isReusable } from "../../src/worker/query/reuse";
 import { purgeExpiredResults } from "../../src/worker/query/retention";
 import { followDownload, grant, uploadOk } from "../support/catalog";
-import { call, readEnvelope } from "../support/http";
+import { call, dbFailing, readEnvelope } from "../support/http";
 import { authHeader, login, type LoggedIn } from "../support/login";
 import {
   bareName,
@@ -456,10 +456,23 @@ describe("result reuse", () => {
       key,
     );
     errors.mockRestore();
-    const retried = await submitted(owner, body, {}, key);
+    const sink = { send: async () => undefined } as unknown as Queue;
+    const retried = await submitted(owner, body, { WEBHOOK_QUEUE: sink }, key);
 
     await readEnvelope(refused, 503);
     expect(retried).toMatchObject({ queued: false, message: expect.stringContaining("reused") });
+  });
+
+  it("should run the query when the earlier results cannot be looked up", async () => {
+    const { sql } = await newItem();
+    await ran(owner, sql);
+    const errors = vi.spyOn(console, "error").mockImplementation(() => undefined);
+
+    const looked = await submitted(owner, { Sql: sql }, { DB: dbFailing(/reuse_key = /) });
+
+    expect(looked.queued).toBe(true);
+    expect(errors.mock.calls.map(([line]) => JSON.parse(String(line)).step)).toEqual(["look for a result to reuse"]);
+    errors.mockRestore();
   });
 
   it("should answer a retried submit with the same Idempotency-Key with the same reused query", async () => {

@@ -109,7 +109,7 @@ export async function findReusableResult(
 }
 
 /**
- * How a query that reuses `source`'s result ends, at once: the result's
+ * How a query that reuses `source`'s result ends, at once (`now` in epoch seconds): the result's
  * figures (size, rows, columns, object), nothing loaded and no timings or
  * engine, since it did not run; kept no longer than its source's result,
  * nor than the retention time from now.
