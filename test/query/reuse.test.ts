@@ -1,6 +1,7 @@
 import { env } from "cloudflare:workers";
 import { afterEach, beforeAll, describe, expect, it, vi } from "vitest";
 import { isReusable } from "../../src/worker/query/reuse";
+import { resultFormatKey, resultKeys } from "../../src/worker/storage/keys";
 import { purgeExpiredResults } from "../../src/worker/query/retention";
 import { followDownload, grant, uploadOk } from "../support/catalog";
 import { call, dbFailing, readEnvelope } from "../support/http";
@@ -373,17 +374,23 @@ describe("result reuse", () => {
     const reusedStatus = await statusOf(owner.accessToken, reused.queryId);
     expect(reused.queued).toBe(false);
     expect(Date.parse(reusedStatus.ExpiresAt ?? "")).toBeLessThan(Date.parse(source.ExpiresAt ?? ""));
+    const ndjson = await call(`/v1/query/${reused.queryId}/results/rawdata?format=ndjson`, {
+      headers: authHeader(owner.accessToken),
+    });
+    expect(ndjson.status).toBe(302);
+    const objects = async () =>
+      (await Promise.all(resultKeys(objectKey).map((key) => env.BUCKET.head(key)))).filter(Boolean);
 
     await purgeAt(120);
 
     await readEnvelope(await queryGet(owner.accessToken, reused.queryId, "results/rawdata"), 410);
-    expect(await env.BUCKET.head(objectKey)).not.toBeNull();
+    expect(await objects()).toHaveLength(3); // the CSV, its row index and the NDJSON
     expect(await resultText(owner.accessToken, source.QueryId)).toBe("id,label\n2,two\n3,three\n");
 
     await purgeAt(7300);
 
     await readEnvelope(await queryGet(owner.accessToken, source.QueryId, "results/rawdata"), 410);
-    expect(await env.BUCKET.head(objectKey)).toBeNull();
+    expect(await objects()).toEqual([]);
   });
 
   it("should expire a reused result with its source, and delete the object once", async () => {
@@ -399,6 +406,38 @@ describe("result reuse", () => {
     expect(await env.BUCKET.head(objectKey)).toBeNull();
     await readEnvelope(await queryGet(owner.accessToken, reused.queryId, "results/rawdata"), 410);
     await readEnvelope(await queryGet(owner.accessToken, source.QueryId, "results/rawdata"), 410);
+  });
+
+  it("should page and convert a reused result from its source's objects, and share the formats made", async () => {
+    const { dataset } = await newItem();
+    const sql = `SELECT id, label FROM ${owner.accountName}.${dataset}.items ORDER BY id`;
+    const source = await ran(owner, sql);
+    const csvKey = await resultObjectOf(owner, source.QueryId);
+    const reused = await submitted(owner, { Sql: sql });
+    const get = (queryId: string, what: string) =>
+      call(`/v1/query/${queryId}/results/${what}`, { headers: authHeader(owner.accessToken) });
+
+    const page = await readEnvelope<{ Rows: unknown[][]; RowCount: number }>(await get(reused.queryId, "rows"), 200);
+    const ndjson = await get(reused.queryId, "rawdata?format=ndjson");
+
+    expect(reused.queued).toBe(false);
+    expect(page.Data).toMatchObject({
+      RowCount: 3,
+      Rows: [
+        [1, "one"],
+        [2, "two"],
+        [3, "three"],
+      ],
+    });
+    expect(ndjson.status).toBe(302);
+    expect(await (await followDownload(ndjson.headers.get("location") ?? "")).text()).toBe(
+      '{"id":1,"label":"one"}\n{"id":2,"label":"two"}\n{"id":3,"label":"three"}\n',
+    );
+    // The NDJSON was made beside the source's CSV, and the source's own request finds it there.
+    expect(await env.BUCKET.head(resultFormatKey(csvKey, "ndjson"))).not.toBeNull();
+    const fromSource = await get(source.QueryId, "rawdata?format=ndjson");
+    const path = (response: Response) => new URL(response.headers.get("location") ?? "").pathname;
+    expect(path(fromSource)).toBe(path(ndjson));
   });
 
   it("should not count a reused answer as running or waiting: it answers while the caller's line is full", async () => {
