@@ -109,10 +109,10 @@ export async function findReusableResult(
 }
 
 /**
- * How a query that reuses `source`'s result ends, at once (`now` in epoch seconds): the result's
- * figures (size, rows, columns, object), nothing loaded and no timings or
- * engine, since it did not run; kept no longer than its source's result,
- * nor than the retention time from now.
+ * How a query that reuses `source`'s result ends, at once (`now` in epoch
+ * seconds): the result's figures (size, rows, columns, object), nothing
+ * loaded and no timings or engine, since it did not run; kept no longer
+ * than its source's result, nor than the retention time from now.
  */
 export function reusedEnd(source: QueryEnd, now: number, retentionSeconds: number): QueryEnd {
   const ownExpiry = isoSeconds(now + retentionSeconds);
