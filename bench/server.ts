@@ -62,7 +62,17 @@ export interface DevServer {
  */
 function snapshotProject(): string {
   const dir = mkdtempSync(join(tmpdir(), "dqs-bench-src-"));
-  for (const entry of ["src", "migrations", "wrangler.toml", "wrangler.engine.toml", "package.json", "tsconfig.json"])
+  // dist/web: the static assets wrangler.toml serves ([assets]; built by npm ci, or npm run build:web).
+  const entries = [
+    "src",
+    "migrations",
+    "dist/web",
+    "wrangler.toml",
+    "wrangler.engine.toml",
+    "package.json",
+    "tsconfig.json",
+  ];
+  for (const entry of entries)
     if (existsSync(join(ROOT, entry))) cpSync(join(ROOT, entry), join(dir, entry), { recursive: true });
   // Hard links: instant and no space, and every path esbuild resolves stays inside the snapshot.
   const linked = spawnSync("cp", ["-al", join(ROOT, "node_modules"), join(dir, "node_modules")], { encoding: "utf8" });
