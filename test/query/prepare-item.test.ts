@@ -146,6 +146,7 @@ describe("asking for column images", () => {
       RowCount: 37,
       DeliveryType: "RAW",
       UploadedAt: expect.stringMatching(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ$/),
+      UploadedBy: owner.accountName,
       QueryReady: false,
       ColumnImageBytes: null,
       TableStore: null,
