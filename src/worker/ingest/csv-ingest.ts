@@ -18,6 +18,14 @@ export const DEFAULT_MAX_ROW_CHARS = 8 * 1024 * 1024;
  * through it after a row was refused or the fifth problem found is waste.
  */
 const STEP_BYTES = 64 * 1024;
+/**
+ * A step is stretched by at most this much to end right after a line feed,
+ * so that its text usually ends where a row does and the CSV reader need
+ * not join the rest of that row to the next step's text (a copy, and a
+ * joined string is slower to read).
+ */
+const STEP_SLACK_BYTES = 4 * 1024;
+const LINE_FEED = 10;
 
 export interface IngestLimits {
   /** Bytes of CSV after gunzip (or as uploaded, for raw files); more answers 413. */
@@ -102,6 +110,16 @@ async function ingestStream(
   }
 }
 
+/** Where the step of `bytes` that starts at `at` ends: after STEP_BYTES, or after the first line feed within the slack beyond. */
+function stepEnd(bytes: Uint8Array, at: number, work: WorkCounter | undefined): number {
+  const end = at + STEP_BYTES;
+  if (end >= bytes.length) return bytes.length;
+  const slack = bytes.subarray(end, end + STEP_SLACK_BYTES);
+  const lineFeed = slack.indexOf(LINE_FEED);
+  if (work) work.scanned += lineFeed < 0 ? slack.length : lineFeed + 1;
+  return lineFeed < 0 ? end : end + lineFeed + 1;
+}
+
 function fail(status: 400 | 413, message: string, violations?: Violation[]): IngestResult {
   return violations ? { ok: false, status, message, violations } : { ok: false, status, message };
 }
@@ -134,8 +152,10 @@ class IngestRun {
       const decompressed = this.deliveryType === "GZIP" ? " once decompressed" : "";
       return fail(413, `The file is larger than the limit of ${limit} bytes${decompressed}.`);
     }
-    for (let at = 0; at < bytes.length; at += STEP_BYTES) {
-      const step = bytes.subarray(at, at + STEP_BYTES);
+    for (let at = 0; at < bytes.length;) {
+      const end = stepEnd(bytes, at, this.options.work);
+      const step = bytes.subarray(at, end);
+      at = end;
       if (this.options.work) this.options.work.scanned += step.length;
       const stop = this.takeText(this.utf8.decode(step)) ?? this.violationStop();
       if (stop) return stop;

@@ -16,21 +16,30 @@ import type { WorkCounter } from "./work-counter";
  * Why: cutting every field into a string and every row into an array is
  * most of an upload's CPU time. Here a field is a range of the text,
  * checked where it lies (value-types.ts reads ranges); a string is only cut
- * for a quoted field with `""` in it, or for a row that is passed on whole
- * (the header, a row with the wrong number of fields, a message).
+ * for a row that is passed on whole (the header, a row with the wrong
+ * number of fields, a message).
  */
 
-/** One row's fields: field `i` is `texts[i]` from `starts[i]` to `ends[i]` (exclusive). */
+/**
+ * One row's fields: field `i` is `text` from `starts[i]` to `ends[i]`
+ * (exclusive). A quoted field with `""` in it is its range between the
+ * quotes as written (`escaped[i]` is 1): `field` halves the quotes when a
+ * string is wanted. The type checks read that range as it is, since every
+ * type but STRING refuses a `"`, written once or twice, and such a field is
+ * never empty.
+ */
 export class RowSpans {
   count = 0;
-  /** The chunk's text, or for a quoted field with `""` in it, the field's value on its own. */
-  readonly texts: string[] = [];
+  /** The chunk's text, or the fields of a row filled from strings, joined. */
+  text = "";
   starts = new Int32Array(16);
   ends = new Int32Array(16);
+  escaped = new Uint8Array(16);
 
   /** Field `index` as a string. */
   field(index: number): string {
-    return this.texts[index]!.slice(this.starts[index], this.ends[index]);
+    const value = this.text.slice(this.starts[index], this.ends[index]);
+    return this.escaped[index] === 1 ? value.replaceAll('""', '"') : value;
   }
 
   /** Every field as a string. */
@@ -38,26 +47,35 @@ export class RowSpans {
     return Array.from({ length: this.count }, (_, index) => this.field(index));
   }
 
-  /** Makes this row hold `fields` (ranges covering each whole string). */
+  /** Makes this row hold `fields`. */
   fill(fields: readonly string[]): this {
+    this.text = fields.join("");
     this.count = 0;
-    for (const field of fields) this.push(field, 0, field.length);
+    let at = 0;
+    for (const field of fields) this.push(at, (at += field.length), false);
     return this;
   }
 
-  push(text: string, start: number, end: number): void {
+  /** Adds a field: `text` from `start` to `end`. */
+  push(start: number, end: number, escaped: boolean): void {
     const index = this.count++;
-    if (index === this.starts.length) {
-      const starts = new Int32Array(index * 2);
-      const ends = new Int32Array(index * 2);
-      starts.set(this.starts);
-      ends.set(this.ends);
-      this.starts = starts;
-      this.ends = ends;
-    }
-    this.texts[index] = text;
+    if (index === this.starts.length) this.grow();
     this.starts[index] = start;
     this.ends[index] = end;
+    this.escaped[index] = escaped ? 1 : 0;
+  }
+
+  private grow(): void {
+    const size = this.starts.length * 2;
+    const starts = new Int32Array(size);
+    const ends = new Int32Array(size);
+    const escaped = new Uint8Array(size);
+    starts.set(this.starts);
+    ends.set(this.ends);
+    escaped.set(this.escaped);
+    this.starts = starts;
+    this.ends = ends;
+    this.escaped = escaped;
   }
 }
 
@@ -84,16 +102,18 @@ const CR = 13;
  * `newline` is the file's line ending; only "\n" and "\r\n" are scanned
  * (old Mac "\r" files go to papaparse whole).
  *
- * A row without a double quote in it is split with the platform's
- * `indexOf` (a native search, not a JavaScript loop over characters);
- * inside it, a CR or LF that is not the line ending is data, as papaparse
- * reads it. A row with a quote in it is read character by character.
+ * Every field is found with the platform's `indexOf` (a native search, not
+ * a JavaScript loop over characters): an unquoted field ends at the next
+ * delimiter or line ending, a quoted one at its closing quote. Inside an
+ * unquoted field, a CR or LF that is not the line ending is data, as
+ * papaparse reads it.
  *
- * Each search starts where the last one of its kind stopped, or later, and
- * the next quote and the next delimiter are kept across rows, so every
- * character is looked at a bounded number of times: a file whose rows have
- * no delimiter left does not search the rest of the text on every row.
- * `work`, when given, is told how many characters the searches covered.
+ * The next quote, delimiter and line ending are kept across fields and rows
+ * and looked up again only once passed, each search starting where the last
+ * one of its kind stopped or later, so every character is looked at a
+ * bounded number of times: a file whose rows have no delimiter left does
+ * not search the rest of the text on every row. `work`, when given, is told
+ * how many characters the searches covered.
  */
 export function scanPlainRows(
   text: string,
@@ -107,58 +127,109 @@ export function scanPlainRows(
   const delimiterCode = delimiter.charCodeAt(0);
   const crlf = newline === "\r\n";
   let rowStart = 0;
-  // The first quote and the first delimiter at or after rowStart (length when there is none); looked up again once passed.
+  // The first quote, delimiter and line ending at or after where they were last looked for (length when there is none).
   let nextQuote = -1;
   let nextDelimiter = -1;
+  let lineEnd = -1;
   let scanned = 0;
   let stop: ScanStop;
-  for (;;) {
-    const lineEnd = text.indexOf(newline, rowStart);
-    if (lineEnd < 0) {
-      scanned += length - rowStart;
-      stop = "incomplete";
-      break;
-    }
-    scanned += lineEnd + newline.length - rowStart;
-    if (nextQuote < rowStart) {
-      const found = text.indexOf('"', rowStart);
-      nextQuote = found < 0 ? length : found;
-      scanned += nextQuote - rowStart + 1;
-    }
+  row.text = text;
+  rows: for (;;) {
+    row.count = 0;
+    let at = rowStart;
+    // Where the row ends (the next row starts), once its last field is read.
     let next: number;
-    if (nextQuote > lineEnd) {
-      // papaparse keeps a CR before LF in an LF file as data, and csv-rows.ts then drops it: papaparse reads those.
-      if (!crlf && text.charCodeAt(lineEnd - 1) === CR && lineEnd > rowStart) {
-        stop = "unusual";
-        break;
+    for (;;) {
+      if (nextQuote < at) {
+        const found = text.indexOf('"', at);
+        nextQuote = found < 0 ? length : found;
+        scanned += nextQuote - at + 1;
       }
-      row.count = 0;
-      let at = rowStart;
-      for (;;) {
-        if (nextDelimiter < at) {
-          const found = text.indexOf(delimiter, at);
-          nextDelimiter = found < 0 ? length : found;
-          scanned += nextDelimiter - at + 1;
+      if (nextQuote === at && at < length) {
+        let close = text.indexOf('"', at + 1);
+        let escaped = false;
+        while (close >= 0 && text.charCodeAt(close + 1) === QUOTE) {
+          escaped = true;
+          close = text.indexOf('"', close + 2);
         }
-        if (nextDelimiter >= lineEnd) break;
-        row.push(text, at, nextDelimiter);
-        at = nextDelimiter + 1;
-      }
-      row.push(text, at, lineEnd);
-      next = lineEnd + newline.length;
-    } else {
-      next = readQuotedRow(text, delimiterCode, crlf, rowStart, row);
-      if (next === INCOMPLETE) {
-        scanned += length - rowStart;
-        stop = "incomplete";
+        if (close < 0) {
+          scanned += length - at;
+          stop = "incomplete";
+          break rows;
+        }
+        scanned += close - at + 1;
+        row.push(at + 1, close, escaped);
+        nextQuote = close;
+        at = close + 1;
+        // Without the character after the closing quote, the field may not be over ("" split in two).
+        if (at >= length) {
+          stop = "incomplete";
+          break rows;
+        }
+        const code = text.charCodeAt(at);
+        if (code === delimiterCode) {
+          at++;
+          continue;
+        }
+        // The line ending; a CR or LF that is not one is data to papaparse, so it reads such rows.
+        if (crlf) {
+          if (code !== CR) {
+            stop = "unusual";
+            break rows;
+          }
+          if (at + 1 >= length) {
+            stop = "incomplete";
+            break rows;
+          }
+          if (text.charCodeAt(at + 1) !== LF) {
+            stop = "unusual";
+            break rows;
+          }
+          next = at + 2;
+        } else {
+          if (code !== LF) {
+            stop = "unusual";
+            break rows;
+          }
+          next = at + 1;
+        }
         break;
       }
-      if (next < INCOMPLETE) {
-        scanned += unusualAt(next) - rowStart + 1;
+      if (lineEnd < at) {
+        const found = text.indexOf(newline, at);
+        lineEnd = found < 0 ? length : found;
+        scanned += lineEnd - at + newline.length;
+      }
+      if (lineEnd === length) {
+        stop = "incomplete";
+        break rows;
+      }
+      if (nextDelimiter < at) {
+        const found = text.indexOf(delimiter, at);
+        nextDelimiter = found < 0 ? length : found;
+        scanned += nextDelimiter - at + 1;
+      }
+      const end = nextDelimiter < lineEnd ? nextDelimiter : lineEnd;
+      // A quote inside an unquoted field: papaparse reads the row.
+      if (nextQuote < end) {
+        stop = "unusual";
+        break rows;
+      }
+      row.push(at, end, false);
+      if (end === lineEnd) {
+        next = lineEnd + newline.length;
+        break;
+      }
+      at = end + 1;
+    }
+    // csv-rows.ts drops a CR that ends the last field of papaparse's rows in an LF file, quoted or not: papaparse reads it.
+    if (!crlf) {
+      const last = row.count - 1;
+      const lastEnd = row.ends[last]!;
+      if (lastEnd > row.starts[last]! && text.charCodeAt(lastEnd - 1) === CR) {
         stop = "unusual";
         break;
       }
-      scanned += next - rowStart;
     }
     rowStart = next;
     if (!sink.takeSpans(row)) {
@@ -168,69 +239,4 @@ export function scanPlainRows(
   }
   if (work) work.scanned += scanned;
   return { consumed: rowStart, stop };
-}
-
-const INCOMPLETE = -1;
-// readQuotedRow's answer for a row that is not plain encodes where it found out (for the work count), below INCOMPLETE.
-const UNUSUAL_BASE = -2;
-const unusual = (at: number) => UNUSUAL_BASE - at;
-const unusualAt = (answer: number) => UNUSUAL_BASE - answer;
-
-/**
- * Reads the row starting at `from` character by character; returns where
- * the next row starts, INCOMPLETE when the text ends first, or `unusual(at)`
- * when the row is not plain RFC 4180 (papaparse reads it instead), `at`
- * being the last character it looked at.
- */
-function readQuotedRow(text: string, delimiter: number, crlf: boolean, from: number, row: RowSpans): number {
-  const length = text.length;
-  row.count = 0;
-  let at = from;
-  for (;;) {
-    let code: number;
-    if (at < length && text.charCodeAt(at) === QUOTE) {
-      const start = at + 1;
-      let close = text.indexOf('"', start);
-      let escaped = false;
-      while (close >= 0 && text.charCodeAt(close + 1) === QUOTE) {
-        escaped = true;
-        close = text.indexOf('"', close + 2);
-      }
-      // Without the character after the closing quote, the field may not be over ("" split in two).
-      if (close < 0 || close + 1 >= length) return INCOMPLETE;
-      if (escaped) {
-        const value = text.slice(start, close).replaceAll('""', '"');
-        row.push(value, 0, value.length);
-      } else {
-        row.push(text, start, close);
-      }
-      at = close + 1;
-      code = text.charCodeAt(at);
-    } else {
-      const start = at;
-      code = -1;
-      for (; at < length; at++) {
-        code = text.charCodeAt(at);
-        if (code === delimiter || code === LF || code === CR || code === QUOTE) break;
-      }
-      if (at >= length) return INCOMPLETE;
-      if (code === QUOTE) return unusual(at);
-      row.push(text, start, at);
-    }
-    if (code === delimiter) {
-      at++;
-      continue;
-    }
-    // The line ending; a CR or LF that is not one is data to papaparse, so it reads such rows.
-    if (crlf) {
-      if (code !== CR) return unusual(at);
-      if (at + 1 >= length) return INCOMPLETE;
-      return text.charCodeAt(at + 1) === LF ? at + 2 : unusual(at + 1);
-    }
-    if (code !== LF) return unusual(at);
-    // csv-rows.ts drops a CR that ends the last field of papaparse's rows in an LF file, quoted or not: papaparse reads it.
-    const last = row.count - 1;
-    const lastEnd = row.ends[last]!;
-    return lastEnd > row.starts[last]! && row.texts[last]!.charCodeAt(lastEnd - 1) === CR ? unusual(at) : at + 1;
-  }
 }
