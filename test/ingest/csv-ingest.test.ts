@@ -532,7 +532,8 @@ describe("ingestCsv: limits inside one large chunk", () => {
       tableDefinition: table(column("n", "INTEGER")),
     });
     expect(failureOf(result).violations?.map((violation) => violation.row)).toEqual([1, 2, 3, 4, 5]);
-    expect(work).toBeLessThan(4 * 64 * 1024);
+    // One step of 64 KiB looked at a few times (decoded, its code units copied, searched), not the 8 MiB.
+    expect(work).toBeLessThan(5 * 64 * 1024);
   });
 });
 

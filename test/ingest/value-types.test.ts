@@ -1,17 +1,30 @@
 import { describe, expect, it } from "vitest";
 import {
   INFER_ALL,
+  charCodes,
   inferredType,
-  isBooleanText,
-  isDateText,
-  isDoubleText,
-  isIntegerText,
-  isTimestampText,
+  isBooleanText as booleanCheck,
+  isDateText as dateCheck,
+  isDoubleText as doubleCheck,
+  isIntegerText as integerCheck,
+  isTimestampText as timestampCheck,
   narrowCandidates,
   toSqlValue,
   valueCheck,
+  type CharCodes,
   type DataTypeName,
 } from "../../src/worker/ingest/value-types";
+
+/** A check as these tests call it: on a string, or a range of one (the checks read the string's char codes). */
+const onText =
+  (check: (codes: CharCodes, start?: number, end?: number) => boolean) =>
+  (text: string, start = 0, end = text.length) =>
+    check(charCodes(text), start, end);
+const isIntegerText = onText(integerCheck);
+const isDoubleText = onText(doubleCheck);
+const isBooleanText = onText(booleanCheck);
+const isDateText = onText(dateCheck);
+const isTimestampText = onText(timestampCheck);
 
 function inferColumn(values: readonly string[]): DataTypeName {
   let candidates = INFER_ALL;
@@ -19,10 +32,30 @@ function inferColumn(values: readonly string[]): DataTypeName {
   for (const value of values) {
     if (value === "") continue;
     sawValue = true;
-    candidates = narrowCandidates(candidates, value);
+    candidates = narrowCandidates(candidates, charCodes(value));
   }
   return inferredType(candidates, sawValue);
 }
+
+describe("charCodes", () => {
+  const codesOf = (text: string) => Array.from({ length: text.length }, (_, index) => text.charCodeAt(index));
+
+  it("should give each UTF-16 code unit as charCodeAt does, for short and long texts", () => {
+    for (const text of ["", "a,1", "Zoë 😀 \uFEFF\r\n", "x".repeat(63), `2024-01-31,Zoë,😀${"9".repeat(100)}`]) {
+      expect([text, Array.from(charCodes(text))]).toEqual([text, codesOf(text)]);
+    }
+  });
+
+  it("should write into the given array when it is long enough, and leave what follows the text", () => {
+    const into = new Uint16Array(200).fill(7);
+    const text = "é".repeat(80);
+    const codes = charCodes(text, into);
+    expect(codes).toBe(into);
+    expect(Array.from(codes.subarray(0, 80))).toEqual(codesOf(text));
+    expect(codes[80]).toBe(7);
+    expect(charCodes("x".repeat(300), into)).not.toBe(into);
+  });
+});
 
 describe("INTEGER", () => {
   it.each([
@@ -176,7 +209,7 @@ describe("TIMESTAMP", () => {
 });
 
 describe("valueCheck", () => {
-  const check = (type: DataTypeName, text: string) => valueCheck(type)(text, 0, text.length);
+  const check = (type: DataTypeName, text: string) => valueCheck(type)(charCodes(text), 0, text.length);
 
   it("should accept any text for STRING", () => {
     expect(check("STRING", "anything at all")).toBe(true);
@@ -252,8 +285,8 @@ describe("checks on a range of a longer text", () => {
 
   it("narrowCandidates should answer for a range as for the same text alone", () => {
     for (const text of samples.filter((sample) => sample !== "")) {
-      const alone = narrowCandidates(INFER_ALL, text);
-      expect([text, narrowCandidates(INFER_ALL, `00${text}11`, 2, 2 + text.length)]).toEqual([text, alone]);
+      const alone = narrowCandidates(INFER_ALL, charCodes(text));
+      expect([text, narrowCandidates(INFER_ALL, charCodes(`00${text}11`), 2, 2 + text.length)]).toEqual([text, alone]);
     }
   });
 

@@ -1,3 +1,4 @@
+import { charCodes, type CharCodes } from "./value-types";
 import type { WorkCounter } from "./work-counter";
 
 /**
@@ -24,14 +25,17 @@ import type { WorkCounter } from "./work-counter";
  * One row's fields: field `i` is `text` from `starts[i]` to `ends[i]`
  * (exclusive). A quoted field with `""` in it is its range between the
  * quotes as written (`escaped[i]` is 1): `field` halves the quotes when a
- * string is wanted. The type checks read that range as it is, since every
- * type but STRING refuses a `"`, written once or twice, and such a field is
- * never empty.
+ * string is wanted. The type checks read that range as it is, in `codes`,
+ * since every type but STRING refuses a `"`, written once or twice, and
+ * such a field is never empty.
  */
 export class RowSpans {
   count = 0;
   /** The chunk's text, or the fields of a row filled from strings, joined. */
   text = "";
+  /** `text`'s code units (value-types.ts `charCodes`), which the type checks read; may run on past the text. */
+  codes: CharCodes = new Uint16Array(0);
+  private codesArray: CharCodes = new Uint16Array(0);
   starts = new Int32Array(16);
   ends = new Int32Array(16);
   escaped = new Uint8Array(16);
@@ -47,9 +51,18 @@ export class RowSpans {
     return Array.from({ length: this.count }, (_, index) => this.field(index));
   }
 
+  /** Makes the ranges refer to `text`. */
+  setText(text: string): void {
+    this.text = text;
+    const codes = charCodes(text, this.codesArray);
+    this.codes = codes;
+    // An array for a row of megabytes is not kept for the rest of the upload.
+    this.codesArray = codes.length <= KEPT_CODES ? codes : this.codesArray;
+  }
+
   /** Makes this row hold `fields`. */
   fill(fields: readonly string[]): this {
-    this.text = fields.join("");
+    this.setText(fields.join(""));
     this.count = 0;
     let at = 0;
     for (const field of fields) this.push(at, (at += field.length), false);
@@ -95,6 +108,8 @@ export type ScanStop =
 const QUOTE = 34;
 const LF = 10;
 const CR = 13;
+// The largest code array a RowSpans keeps between texts: a step's text, and then some.
+const KEPT_CODES = 256 * 1024;
 
 /**
  * Reads complete rows from the start of `text` into `sink` for as long as
@@ -112,8 +127,9 @@ const CR = 13;
  * and looked up again only once passed, each search starting where the last
  * one of its kind stopped or later, so every character is looked at a
  * bounded number of times: a file whose rows have no delimiter left does
- * not search the rest of the text on every row. `work`, when given, is told
- * how many characters the searches covered.
+ * not search the rest of the text on every row. The text's code units are
+ * copied out once for the type checks (`RowSpans.codes`). `work`, when
+ * given, is told how many characters the copy and the searches covered.
  */
 export function scanPlainRows(
   text: string,
@@ -131,9 +147,12 @@ export function scanPlainRows(
   let nextQuote = -1;
   let nextDelimiter = -1;
   let lineEnd = -1;
-  let scanned = 0;
   let stop: ScanStop;
-  row.text = text;
+  // Made before the loop: V8 compiles the loop on its own (on-stack replacement) and would leave a literal after it
+  // out of that code, leaving it through a deoptimization on every call.
+  const result = { consumed: 0, stop: "incomplete" as ScanStop };
+  row.setText(text);
+  let scanned = length;
   rows: for (;;) {
     row.count = 0;
     let at = rowStart;
@@ -238,5 +257,7 @@ export function scanPlainRows(
     }
   }
   if (work) work.scanned += scanned;
-  return { consumed: rowStart, stop };
+  result.consumed = rowStart;
+  result.stop = stop;
+  return result;
 }

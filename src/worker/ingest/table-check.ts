@@ -58,7 +58,7 @@ export class TableValidator implements RowSink {
   }
 
   accept(fields: RowSpans, row: number, violations: ViolationList): void {
-    const { text, starts, ends } = fields;
+    const { codes, starts, ends } = fields;
     for (let column = 0; column < this.width; column++) {
       const start = starts[column]!;
       const end = ends[column]!;
@@ -74,7 +74,7 @@ export class TableValidator implements RowSink {
         continue;
       }
       const check = this.checks[column];
-      if (check !== undefined && !check(text, start, end)) {
+      if (check !== undefined && !check(codes, start, end)) {
         const type = this.types[column]!;
         const value = fields.field(column);
         violations.add({
@@ -101,7 +101,7 @@ export class TableInference implements RowSink {
   }
 
   accept(fields: RowSpans): void {
-    const { text, starts, ends } = fields;
+    const { codes, starts, ends } = fields;
     const candidates = this.candidates;
     for (let column = 0; column < this.width; column++) {
       const start = starts[column]!;
@@ -109,7 +109,7 @@ export class TableInference implements RowSink {
       if (start === end) continue;
       this.sawValue[column] = 1;
       const left = candidates[column]!;
-      if (left !== 0) candidates[column] = narrowCandidates(left, text, start, end);
+      if (left !== 0) candidates[column] = narrowCandidates(left, codes, start, end);
     }
   }
 

@@ -1,5 +1,5 @@
 import type { QueryLimits } from "../../config";
-import { isDateText, isStoredTimestamp, type DataTypeName } from "../../ingest/value-types";
+import { isStoredDate, isStoredTimestamp, type DataTypeName } from "../../ingest/value-types";
 import type { ResultColumn } from "../query-record";
 import { limitStops, transient } from "../run-limits";
 import { csvField, CsvResultWriter, StorageClass } from "./csv";
@@ -106,7 +106,9 @@ function fitsStoredForm(type: DataTypeName, value: unknown, storage: StorageClas
       return type === "BOOLEAN" && (text === "0" || text === "1");
     }
     case StorageClass.Text:
-      return type === "DATE" ? isDateText(value as string) : type === "TIMESTAMP" && isStoredTimestamp(value as string);
+      return type === "DATE"
+        ? isStoredDate(value as string)
+        : type === "TIMESTAMP" && isStoredTimestamp(value as string);
     default:
       return false;
   }
