@@ -93,23 +93,31 @@ export class TableInference implements RowSink {
   readonly width: number;
   private readonly candidates: Uint8Array;
   private readonly sawValue: Uint8Array;
+  /** The columns some type besides STRING still fits, the first `openCount` entries: the only ones looked at. */
+  private readonly open: Uint32Array;
+  private openCount: number;
 
   constructor(private readonly names: readonly string[]) {
     this.width = names.length;
     this.candidates = new Uint8Array(this.width).fill(INFER_ALL);
     this.sawValue = new Uint8Array(this.width);
+    this.open = Uint32Array.from(names, (_, column) => column);
+    this.openCount = this.width;
   }
 
   accept(fields: RowSpans): void {
     const { codes, starts, ends } = fields;
-    const candidates = this.candidates;
-    for (let column = 0; column < this.width; column++) {
+    const { candidates, sawValue, open } = this;
+    // Backwards, so a column that becomes STRING can be replaced by the last open one without skipping it.
+    for (let index = this.openCount - 1; index >= 0; index--) {
+      const column = open[index]!;
       const start = starts[column]!;
       const end = ends[column]!;
       if (start === end) continue;
-      this.sawValue[column] = 1;
-      const left = candidates[column]!;
-      if (left !== 0) candidates[column] = narrowCandidates(left, codes, start, end);
+      sawValue[column] = 1;
+      const left = narrowCandidates(candidates[column]!, codes, start, end);
+      candidates[column] = left;
+      if (left === 0) open[index] = open[--this.openCount]!;
     }
   }
 
