@@ -1,6 +1,12 @@
 import { describe, expect, it } from "vitest";
 import {
+  DATA_TYPES,
   INFER_ALL,
+  INFER_BOOLEAN,
+  INFER_DATE,
+  INFER_DOUBLE,
+  INFER_INTEGER,
+  INFER_TIMESTAMP,
   charCodes,
   inferredType,
   isBooleanText as booleanCheck,
@@ -9,6 +15,8 @@ import {
   isIntegerText as integerCheck,
   isTimestampText as timestampCheck,
   narrowCandidates,
+  sureCandidatesPattern,
+  surePattern,
   toSqlValue,
   valueCheck,
   type CharCodes,
@@ -368,5 +376,81 @@ describe("type inference", () => {
     expect(inferColumn(["02134", "90210"])).toBe("STRING");
     expect(inferColumn(["-01.5"])).toBe("STRING");
     expect(inferColumn(["0", "0.5", "-0.25", "0e3"])).toBe("DOUBLE");
+  });
+});
+
+/** Texts around the edges of every sure pattern: digits, signs, dates and times near their limits, zones, words. */
+function sureEdgeTexts(): string[] {
+  const texts = [
+    ...randomTexts(4, 20000, "0123456789+-.eE", 24),
+    ...randomTexts(5, 20000, "0129-:T Z+.", 30),
+    ...randomTexts(6, 5000, "trueTRUEfalsFALS01", 6),
+    "9".repeat(18),
+    "9".repeat(19),
+    `-${"9".repeat(18)}`,
+    `0${"9".repeat(17)}`,
+    `${"9".repeat(18)}.${"9".repeat(30)}e99`,
+    "1e999",
+    ".5",
+    "1.",
+    ".",
+    "-0",
+    "+0",
+    "00",
+    "0.0",
+  ];
+  const two = (n: number) => String(n).padStart(2, "0");
+  for (const year of ["2023", "2024", "1900", "2000", "0000", "0004"])
+    for (let month = 0; month <= 13; month++)
+      for (let day = 0; day <= 32; day++) texts.push(`${year}-${two(month)}-${two(day)}`);
+  for (let hour = 0; hour <= 25; hour++)
+    for (const minute of [0, 59, 60])
+      for (const rest of ["", ":00", ":59", ":60", ":5", ":00.1", ":00.123456789", ":00.1234567890", ".5"])
+        for (const zone of ["", "Z", "+00", "-23", "+24", "+0530", "+05:30", "+05:60", "+5", "z", "Z0"])
+          texts.push(`2024-02-29${hour % 2 ? "T" : " "}${two(hour)}:${two(minute)}${rest}${zone}`);
+  return texts;
+}
+
+describe("sure patterns (the whole-row fast path's)", () => {
+  const texts = sureEdgeTexts();
+  const whole = (pattern: string) => new RegExp(`^(?:${pattern})$`);
+
+  it.each(DATA_TYPES.filter((type) => type !== "STRING"))("should match only texts %s accepts", (type) => {
+    const pattern = whole(surePattern(type)!);
+    let matched = 0;
+    for (const text of texts) {
+      if (!pattern.test(text)) continue;
+      matched++;
+      expect([text, valueCheck(type)(charCodes(text), 0, text.length)]).toEqual([text, true]);
+    }
+    expect(matched).toBeGreaterThan(50);
+  });
+
+  it("should have no pattern for STRING, which takes any text", () => {
+    expect(surePattern("STRING")).toBeNull();
+  });
+
+  it.each([
+    INFER_INTEGER | INFER_DOUBLE | INFER_BOOLEAN,
+    INFER_INTEGER | INFER_DOUBLE,
+    INFER_DOUBLE,
+    INFER_BOOLEAN,
+    INFER_DATE,
+    INFER_TIMESTAMP,
+  ])("should match only texts that leave the candidates %i as they are", (candidates) => {
+    const pattern = whole(sureCandidatesPattern(candidates)!);
+    let matched = 0;
+    for (const text of texts) {
+      if (!pattern.test(text)) continue;
+      matched++;
+      expect([text, narrowCandidates(candidates, charCodes(text))]).toEqual([text, candidates]);
+    }
+    expect(matched).toBeGreaterThan(1);
+  });
+
+  it("should match every date and leap day that exists", () => {
+    const pattern = whole(surePattern("DATE")!);
+    for (const text of texts.filter((text) => text.length === 10 && text[4] === "-"))
+      expect([text, pattern.test(text)]).toEqual([text, dateCheck(charCodes(text))]);
   });
 });

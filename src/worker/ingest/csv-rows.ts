@@ -1,6 +1,6 @@
 import { DELIMITER_CANDIDATES, DELIMITER_SAMPLE_ROWS, detectDelimiter, type DelimiterDetection } from "./csv-delimiter";
 import { FallbackParser, type Newline, type ParsedRows, type RowParser } from "./csv-fallback";
-import { RowSpans, scanPlainRows, type SpanSink } from "./csv-spans";
+import { RowSpans, SureRows, scanPlainRows, type SpanSink } from "./csv-spans";
 import type { WorkCounter } from "./work-counter";
 
 /**
@@ -88,6 +88,7 @@ export class CsvRowReader {
   private scanInQuotes = false;
   private scanAtFieldStart = true;
   private readonly spans = new RowSpans();
+  private sureRows: SureRows | undefined;
   private readonly makeParser: NonNullable<ReaderOptions["parser"]>;
   private readonly work: WorkCounter | undefined;
 
@@ -183,6 +184,7 @@ export class CsvRowReader {
       this.chosenDelimiter = detectDelimiter(sample, newline, atEnd && whole, detection, this.work);
     }
     this.parser = this.makeParser(this.chosenDelimiter, newline);
+    if (newline !== "\r") this.sureRows = new SureRows(this.chosenDelimiter, newline);
     this.windowChars = this.maxRowChars + newline.length;
     this.batchChars = Math.min(MIN_PARSE_CHARS, this.windowChars);
     this.parseAt = this.batchChars;
@@ -231,6 +233,7 @@ export class CsvRowReader {
           this.spans,
           this.sink!,
           this.work,
+          this.sureRows,
         );
         consumed = scan.consumed;
         if (scan.stop === "stopped") this.stopped = true;

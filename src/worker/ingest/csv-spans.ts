@@ -1,4 +1,4 @@
-import { charCodes, type CharCodes } from "./value-types";
+import { SURE_PATTERN_CHARACTERS, charCodes, type CharCodes } from "./value-types";
 import type { WorkCounter } from "./work-counter";
 
 /**
@@ -33,9 +33,10 @@ export class RowSpans {
   count = 0;
   /** The chunk's text, or the fields of a row filled from strings, joined. */
   text = "";
-  /** `text`'s code units (value-types.ts `charCodes`), which the type checks read; may run on past the text. */
-  codes: CharCodes = new Uint16Array(0);
+  private textCodes: CharCodes = new Uint16Array(0);
   private codesArray: CharCodes = new Uint16Array(0);
+  // Whether textCodes are still those of an earlier text.
+  private codesStale = false;
   starts = new Int32Array(16);
   ends = new Int32Array(16);
   escaped = new Uint8Array(16);
@@ -51,13 +52,26 @@ export class RowSpans {
     return Array.from({ length: this.count }, (_, index) => this.field(index));
   }
 
+  /**
+   * `text`'s code units (value-types.ts `charCodes`), which the type checks
+   * read, copied out when first asked for (rows taken whole by `SureRows`
+   * need none); they may run on past the text.
+   */
+  get codes(): CharCodes {
+    if (this.codesStale) {
+      const codes = charCodes(this.text, this.codesArray);
+      this.textCodes = codes;
+      // An array for a row of megabytes is not kept for the rest of the upload.
+      if (codes.length <= KEPT_CODES) this.codesArray = codes;
+      this.codesStale = false;
+    }
+    return this.textCodes;
+  }
+
   /** Makes the ranges refer to `text`. */
   setText(text: string): void {
     this.text = text;
-    const codes = charCodes(text, this.codesArray);
-    this.codes = codes;
-    // An array for a row of megabytes is not kept for the rest of the upload.
-    this.codesArray = codes.length <= KEPT_CODES ? codes : this.codesArray;
+    this.codesStale = true;
   }
 
   /** Makes this row hold `fields`. */
@@ -95,6 +109,89 @@ export class RowSpans {
 /** Takes the rows the scanner reads; returns false to stop reading (for example, enough problems were found). */
 export interface SpanSink {
   takeSpans(row: RowSpans): boolean;
+  /** The rows the sink would surely take as they are, for `SureRows`; undefined when there are none just now. */
+  sureRow?(): SureRow | undefined;
+  /** Takes a row that matched `sureRow`, as `takeSpans` would have taken it. */
+  takeSureRow?(): boolean;
+}
+
+/**
+ * A column's values that surely leave a sink as it was: those `pattern`
+ * matches (a regex source, for an unquoted value; null: any value, quoted
+ * or not), and the empty field when `empty`.
+ */
+export interface SureValues {
+  pattern: string | null;
+  empty: boolean;
+}
+
+/** Per column, what a row must hold for a sink to surely take it as it is; `version` changes whenever `values` do. */
+export interface SureRow {
+  version: number;
+  values: readonly SureValues[];
+}
+
+/**
+ * The fast path of the fast path: a row that is surely plain and that the
+ * sink surely takes as it is (no problem, nothing new inferred) is taken
+ * whole with one native regex match, its fields never cut out nor checked
+ * one by one. The regex is made from the sink's `sureRow` (value-types.ts
+ * has the sure patterns) and made again when that changes. It never lets a
+ * CR or LF into a field, so a match or a miss never looks past the line:
+ * a row it misses is read as before. After a miss it rests for a few rows,
+ * so a file whose rows it mostly misses pays little for trying.
+ */
+export class SureRows {
+  private version = -1;
+  private regex: RegExp | undefined;
+
+  constructor(
+    private readonly delimiter: string,
+    private readonly newline: "\n" | "\r\n",
+  ) {}
+
+  /** The regex for the sink's sure rows just now, or undefined. */
+  regexFor(sink: SpanSink): RegExp | undefined {
+    const sure = sink.sureRow?.();
+    if (sure === undefined || !this.fits(sure.values.length)) return undefined;
+    if (sure.version !== this.version) {
+      this.version = sure.version;
+      const delimiter = escapedCode(this.delimiter);
+      const fields = sure.values.map((values) => sureField(values, delimiter));
+      this.regex = new RegExp(`${fields.join(delimiter)}${this.newline === "\n" ? "\\n" : "\\r\\n"}`, "y");
+    }
+    return this.regex;
+  }
+
+  /**
+   * A one-field row would also match a blank line, which the sink takes
+   * otherwise; a delimiter a value can hold would be read as part of it; a
+   * regex for thousands of fields is more than the engine compiles.
+   */
+  private fits(width: number): boolean {
+    return width >= 2 && width <= SURE_ROWS_MOST_FIELDS && !SURE_PATTERN_CHARACTERS.test(this.delimiter);
+  }
+}
+
+/** The widest row taken whole. */
+const SURE_ROWS_MOST_FIELDS = 256;
+/** Rows to read as usual after the regex missed one before trying it again. */
+const SURE_ROWS_REST = 8;
+
+function escapedCode(character: string): string {
+  return `\\u${character.charCodeAt(0).toString(16).padStart(4, "0")}`;
+}
+
+/** One field's regex: a value the pattern matches, quoted or not, or any plain field without CR or LF. */
+function sureField({ pattern, empty }: SureValues, delimiter: string): string {
+  // A sure value holds no quote, so quoting it changes nothing.
+  if (pattern !== null) {
+    const value = `(?:${pattern})`;
+    return empty ? `(?:${value}|"${value}"|""|)` : `(?:${value}|"${value}")`;
+  }
+  const quoted = `"(?:[^"\\r\\n]|"")${empty ? "*" : "+"}"`;
+  const unquoted = `[^${delimiter}"\\r\\n]${empty ? "*" : "+"}`;
+  return `(?:${quoted}|${unquoted})`;
 }
 
 export type ScanStop =
@@ -128,8 +225,10 @@ const KEPT_CODES = 256 * 1024;
  * one of its kind stopped or later, so every character is looked at a
  * bounded number of times: a file whose rows have no delimiter left does
  * not search the rest of the text on every row. The text's code units are
- * copied out once for the type checks (`RowSpans.codes`). `work`, when
- * given, is told how many characters the copy and the searches covered.
+ * copied out once for the type checks (`RowSpans.codes`). With `sureRows`,
+ * a row the sink surely takes as it is goes whole to `takeSureRow` instead
+ * (see SureRows). `work`, when given, is told how many characters the copy,
+ * the searches and the regex covered.
  */
 export function scanPlainRows(
   text: string,
@@ -138,6 +237,7 @@ export function scanPlainRows(
   row: RowSpans,
   sink: SpanSink,
   work?: WorkCounter,
+  sureRows?: SureRows,
 ): { consumed: number; stop: ScanStop } {
   const length = text.length;
   const delimiterCode = delimiter.charCodeAt(0);
@@ -153,7 +253,26 @@ export function scanPlainRows(
   const result = { consumed: 0, stop: "incomplete" as ScanStop };
   row.setText(text);
   let scanned = length;
+  let sure = sureRows?.regexFor(sink);
+  // Rows to read as usual before trying `sure` again, after it missed.
+  let rest = 0;
+  // Where `sure` missed the row being read as usual, which the reading's own count then covers.
+  let missedAt = -1;
   rows: for (;;) {
+    if (sure !== undefined && rest === 0) {
+      sure.lastIndex = rowStart;
+      if (sure.test(text)) {
+        scanned += sure.lastIndex - rowStart;
+        rowStart = sure.lastIndex;
+        if (!sink.takeSureRow!()) {
+          stop = "stopped";
+          break;
+        }
+        continue;
+      }
+      rest = SURE_ROWS_REST;
+      missedAt = rowStart;
+    }
     row.count = 0;
     let at = rowStart;
     // Where the row ends (the next row starts), once its last field is read.
@@ -250,10 +369,16 @@ export function scanPlainRows(
         break;
       }
     }
+    // A miss looked no further than the row's line, which the reading above covered: counted once more.
+    if (missedAt === rowStart) scanned += next - rowStart;
     rowStart = next;
     if (!sink.takeSpans(row)) {
       stop = "stopped";
       break;
+    }
+    if (sureRows !== undefined) {
+      sure = sureRows.regexFor(sink);
+      if (rest > 0) rest--;
     }
   }
   if (work) work.scanned += scanned;

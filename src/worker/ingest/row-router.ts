@@ -1,6 +1,6 @@
 import type { Column, TableDefinition } from "./data-schema";
 import type { RowBatch, RowsSink } from "./csv-rows";
-import { RowSpans } from "./csv-spans";
+import { RowSpans, type SureRow } from "./csv-spans";
 import {
   TableInference,
   TableValidator,
@@ -80,6 +80,18 @@ export class RowRouter implements RowsSink {
       sink.accept(row, ++this.rowCount, this.violations);
     }
     return !this.violations.full;
+  }
+
+  /** The rows the sink surely takes as they are, while rows go straight to it (no header or blank lines pending). */
+  sureRow(): SureRow | undefined {
+    return this.sink === undefined || this.headerPending || this.blankRun > 0 ? undefined : this.sink.sureRow();
+  }
+
+  /** Counts a row that matched `sureRow`: the sink would have taken it without a problem or a change. */
+  takeSureRow(): boolean {
+    this.sawContent = true;
+    this.rowCount++;
+    return true;
   }
 
   /** Where the next row would be, for messages: "the header row" or "data row N". */

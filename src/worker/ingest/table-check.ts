@@ -1,11 +1,14 @@
-import type { RowSpans } from "./csv-spans";
+import type { RowSpans, SureRow } from "./csv-spans";
 import { generatedColumn, type Column } from "./data-schema";
 import { clipValue, quoteForMessage } from "./quote";
 import {
   INFER_ALL,
+  SURE_NOTHING,
   TYPE_EXPECTATIONS,
   inferredType,
   narrowCandidates,
+  sureCandidatesPattern,
+  surePattern,
   valueCheck,
   type ValueCheck,
 } from "./value-types";
@@ -38,6 +41,8 @@ export interface RowSink {
   readonly width: number;
   /** Takes a row that already has `width` fields (read in place: see csv-spans.ts). */
   accept(fields: RowSpans, row: number, violations: ViolationList): void;
+  /** The rows this sink surely takes as it is (no problem, nothing new inferred), which need not be passed to `accept`. */
+  sureRow(): SureRow;
 }
 
 /** Checks rows against a given TableDefinition: each value convertible, NULL only where allowed. */
@@ -47,6 +52,7 @@ export class TableValidator implements RowSink {
   private readonly nullable: boolean[];
   private readonly checks: (ValueCheck | undefined)[];
   private readonly types: Column["DataType"]["DataType"][];
+  private readonly sure: SureRow;
 
   constructor(columns: readonly Column[]) {
     this.width = columns.length;
@@ -55,6 +61,14 @@ export class TableValidator implements RowSink {
     this.types = columns.map((column) => column.DataType.DataType);
     // STRING accepts everything, so its fields are not visited at all when the column is nullable.
     this.checks = this.types.map((type) => (type === "STRING" ? undefined : valueCheck(type)));
+    this.sure = {
+      version: 0,
+      values: this.types.map((type, column) => ({ pattern: surePattern(type), empty: this.nullable[column]! })),
+    };
+  }
+
+  sureRow(): SureRow {
+    return this.sure;
   }
 
   accept(fields: RowSpans, row: number, violations: ViolationList): void {
@@ -96,6 +110,9 @@ export class TableInference implements RowSink {
   /** The columns some type besides STRING still fits, the first `openCount` entries: the only ones looked at. */
   private readonly open: Uint32Array;
   private openCount: number;
+  /** `sureRow`'s answer while nothing new was inferred; undefined after a change. */
+  private sure: SureRow | undefined;
+  private sureVersion = 0;
 
   constructor(private readonly names: readonly string[]) {
     this.width = names.length;
@@ -114,11 +131,26 @@ export class TableInference implements RowSink {
       const start = starts[column]!;
       const end = ends[column]!;
       if (start === end) continue;
-      sawValue[column] = 1;
-      const left = narrowCandidates(candidates[column]!, codes, start, end);
-      candidates[column] = left;
-      if (left === 0) open[index] = open[--this.openCount]!;
+      const was = candidates[column]!;
+      const left = narrowCandidates(was, codes, start, end);
+      if (left !== was || sawValue[column] === 0) {
+        sawValue[column] = 1;
+        candidates[column] = left;
+        this.sure = undefined;
+        if (left === 0) open[index] = open[--this.openCount]!;
+      }
     }
+  }
+
+  sureRow(): SureRow {
+    this.sure ??= {
+      version: ++this.sureVersion,
+      values: Array.from(this.candidates, (candidates, column) => ({
+        pattern: this.sawValue[column] === 1 ? sureCandidatesPattern(candidates) : SURE_NOTHING,
+        empty: true,
+      })),
+    };
+    return this.sure;
   }
 
   /** The generated TableDefinition columns, all nullable. */

@@ -412,3 +412,73 @@ export function inferredType(candidates: number, sawValue: boolean): DataTypeNam
   if (candidates & INFER_TIMESTAMP) return "TIMESTAMP";
   return "STRING";
 }
+
+/*
+ * Sure patterns: regex sources of texts a check surely accepts, for the
+ * fast path that takes a whole row with one native regex match
+ * (csv-spans.ts `SureRows`). Each is a part of its type (digits that stay
+ * within 64 bits and far from Infinity, days every such month has, short
+ * exponents), never what the type is: a value outside it is read and
+ * checked as usual. test/ingest/value-types.test.ts checks that every
+ * text a pattern matches passes the check, and leaves inferred candidates
+ * as they were.
+ */
+const SURE_DAY =
+  "(?:[0-9]{4}-(?:(?:0[1-9]|1[0-2])-(?:0[1-9]|1[0-9]|2[0-8])|(?:0[13-9]|1[0-2])-(?:29|30)|(?:0[13578]|1[02])-31)" +
+  // 29 February of a leap year: divisible by 4, and by 400 when it ends a century.
+  "|(?:[0-9]{2}(?:0[48]|[2468][048]|[13579][26])|(?:[02468][048]|[13579][26])00)-02-29)";
+const SURE_TIMESTAMP = `${SURE_DAY}[T ](?:[01][0-9]|2[0-3]):[0-5][0-9](?::[0-5][0-9](?:\\.[0-9]{1,9})?)?(?:Z|[+-](?:[01][0-9]|2[0-3])(?::?[0-5][0-9])?)?`;
+const SURE_BOOLEAN = "(?:[Tt][Rr][Uu][Ee]|[Ff][Aa][Ll][Ss][Ee]|[01])";
+// Inference does not count a redundant leading zero as a number; a declared column does.
+const SURE_MAGNITUDE = "(?:0|[1-9][0-9]{0,17})";
+const SURE_DECLARED_MAGNITUDE = "[0-9]{1,18}";
+const sureDouble = (magnitude: string) =>
+  `[+-]?(?:${magnitude}(?:\\.[0-9]{0,30})?|\\.[0-9]{1,30})(?:[eE][+-]?[0-9]{1,2})?`;
+/** A pattern no text matches. */
+export const SURE_NOTHING = "(?!)";
+/** Every character a sure pattern can match: a delimiter among them would be read as part of a value. */
+export const SURE_PATTERN_CHARACTERS = /[0-9A-Za-z+\-.: ]/;
+
+/** Values of a declared column's type that its check surely accepts; null for STRING (anything). */
+export function surePattern(type: DataTypeName): string | null {
+  switch (type) {
+    case "STRING":
+      return null;
+    case "INTEGER":
+      return `[+-]?${SURE_DECLARED_MAGNITUDE}`;
+    case "DOUBLE":
+      return sureDouble(SURE_DECLARED_MAGNITUDE);
+    case "BOOLEAN":
+      return SURE_BOOLEAN;
+    case "DATE":
+      return SURE_DAY;
+    case "TIMESTAMP":
+      return SURE_TIMESTAMP;
+  }
+}
+
+/**
+ * Values that surely leave an inferred column's candidate set as it is
+ * (`narrowCandidates` gives it back); null for an empty set (STRING:
+ * anything), SURE_NOTHING for a set no pattern here keeps.
+ */
+export function sureCandidatesPattern(candidates: number): string | null {
+  switch (candidates) {
+    case 0:
+      return null;
+    case INFER_INTEGER | INFER_DOUBLE | INFER_BOOLEAN:
+      return "[01]";
+    case INFER_INTEGER | INFER_DOUBLE:
+      return `[+-]?${SURE_MAGNITUDE}`;
+    case INFER_DOUBLE:
+      return sureDouble(SURE_MAGNITUDE);
+    case INFER_BOOLEAN:
+      return SURE_BOOLEAN;
+    case INFER_DATE:
+      return SURE_DAY;
+    case INFER_TIMESTAMP:
+      return SURE_TIMESTAMP;
+    default:
+      return SURE_NOTHING;
+  }
+}
