@@ -189,7 +189,7 @@ function sureField({ pattern, empty }: SureValues, delimiter: string): string {
     const value = `(?:${pattern})`;
     return empty ? `(?:${value}|"${value}"|""|)` : `(?:${value}|"${value}")`;
   }
-  const quoted = `"(?:[^"\\r\\n]|"")${empty ? "*" : "+"}"`;
+  const quoted = empty ? `"[^"\\r\\n]*(?:""[^"\\r\\n]*)*"` : `"(?:[^"\\r\\n]|"")+"`;
   const unquoted = `[^${delimiter}"\\r\\n]${empty ? "*" : "+"}`;
   return `(?:${quoted}|${unquoted})`;
 }
