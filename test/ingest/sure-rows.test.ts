@@ -2,6 +2,7 @@ import * as Papa from "papaparse";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { ingestCsv, MAX_VIOLATIONS } from "../../src/worker/ingest/csv-ingest";
 import type { Column, TableDefinition } from "../../src/worker/ingest/data-schema";
+import { SureRows } from "../../src/worker/ingest/csv-spans";
 import { RowRouter } from "../../src/worker/ingest/row-router";
 import { DATA_TYPES, type DataTypeName } from "../../src/worker/ingest/value-types";
 import { seeded } from "./adversarial-csv";
@@ -137,5 +138,54 @@ describe("rows taken whole by the sure-row regex", () => {
       "STRING",
     ]);
     expect(taken.mock.calls.length).toBeGreaterThan(4900);
+  });
+});
+
+describe("SureRows: making the row regex", () => {
+  /** A sink whose sure values change on every row, as a file whose inferred types keep changing would make them. */
+  function changingSink(width: number) {
+    let version = 0;
+    return {
+      get version() {
+        return version;
+      },
+      takeSpans: () => true,
+      sureRow: () => {
+        version++;
+        return { version, values: Array.from({ length: width }, () => ({ pattern: `v${version}`, empty: false })) };
+      },
+    };
+  }
+
+  it("should make the regex a logarithmic number of times when the types change on every row, never a stale one", () => {
+    const sink = changingSink(3);
+    const sure = new SureRows(",", "\n");
+    const made = new Set<RegExp>();
+    for (let row = 0; row < 100_000; row++) {
+      const regex = sure.regexFor(sink);
+      if (regex === undefined) continue;
+      made.add(regex);
+      expect(regex.source.startsWith(`(?:(?:v${sink.version})`)).toBe(true);
+    }
+    expect(made.size).toBeGreaterThan(5);
+    expect(made.size).toBeLessThanOrEqual(Math.ceil(Math.log2(100_000 / 16)) + 1);
+  });
+
+  it("should keep one regex while the sure values stay as they are", () => {
+    const values = [
+      { pattern: "[0-9]+", empty: true },
+      { pattern: null, empty: true },
+    ];
+    const sure = new SureRows(",", "\r\n");
+    const sink = { takeSpans: () => true, sureRow: () => ({ version: 1, values }) };
+    const first = sure.regexFor(sink);
+    expect(first?.test("12,ab\r\n")).toBe(true);
+    for (let row = 0; row < 100; row++) expect(sure.regexFor(sink)).toBe(first);
+  });
+
+  it("should not make a regex for rows so wide that matching them costs more than reading them field by field", () => {
+    const sure = new SureRows(",", "\n");
+    const wide = Array.from({ length: 1000 }, () => ({ pattern: null, empty: true }));
+    expect(sure.regexFor({ takeSpans: () => true, sureRow: () => ({ version: 1, values: wide }) })).toBeUndefined();
   });
 });

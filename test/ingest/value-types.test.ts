@@ -15,6 +15,7 @@ import {
   isIntegerText as integerCheck,
   isTimestampText as timestampCheck,
   narrowCandidates,
+  SURE_PATTERN_CHARACTERS,
   sureCandidatesPattern,
   surePattern,
   toSqlValue,
@@ -306,6 +307,29 @@ describe("checks on a range of a longer text", () => {
   });
 });
 
+describe("isDoubleText at the edge of the largest double", () => {
+  it("should accept what stays finite and refuse what overflows, with and without an exponent", () => {
+    const texts = [
+      `${"9".repeat(199)}e99`,
+      `${"9".repeat(199)}e-99`,
+      `${"9".repeat(200)}e99`,
+      `${"9".repeat(208)}e99`,
+      `${"9".repeat(209)}e99`,
+      `${"9".repeat(299)}`,
+      `${"9".repeat(309)}`,
+      `0.${"0".repeat(250)}1e99`,
+      "1.7976931348623157e308",
+      "1.7976931348623159e308",
+      "1e308",
+      "1e309",
+      "1e0000000000000000000009",
+      "-2e99",
+      "-2e-999",
+    ];
+    for (const text of texts) expect([text, isDoubleText(text)]).toEqual([text, Number.isFinite(Number(text))]);
+  });
+});
+
 describe("toSqlValue", () => {
   it("should turn an empty field into NULL whatever the type", () => {
     for (const type of ["STRING", "INTEGER", "DOUBLE", "BOOLEAN", "DATE", "TIMESTAMP"] as const) {
@@ -446,6 +470,45 @@ describe("sure patterns (the whole-row fast path's)", () => {
       expect([text, narrowCandidates(candidates, charCodes(text))]).toEqual([text, candidates]);
     }
     expect(matched).toBeGreaterThan(1);
+  });
+
+  it("should never match a character outside SURE_PATTERN_CHARACTERS, which a delimiter must not be", () => {
+    // A delimiter a value could hold would be read as part of the value; the row regex is refused for delimiters in
+    // that list, so the list must name every character any pattern can match.
+    const patterns = [
+      ...DATA_TYPES.flatMap((type) => surePattern(type) ?? []),
+      ...[
+        INFER_INTEGER | INFER_DOUBLE | INFER_BOOLEAN,
+        INFER_INTEGER | INFER_DOUBLE,
+        INFER_DOUBLE,
+        INFER_BOOLEAN,
+        INFER_DATE,
+        INFER_TIMESTAMP,
+      ].map((candidates) => sureCandidatesPattern(candidates)!),
+    ].map(whole);
+    const outside = [
+      ...Array.from({ length: 0x80 }, (_, code) => String.fromCharCode(code)),
+      "\u00a0",
+      "é",
+      "\u2028",
+    ].filter((character) => !SURE_PATTERN_CHARACTERS.test(character));
+    const matchedOutside: string[] = [];
+    let tried = 0;
+    for (const pattern of patterns) {
+      const matching = texts.filter((text) => pattern.test(text));
+      expect(matching.length).toBeGreaterThan(0);
+      for (const text of matching.slice(0, 12))
+        for (let at = 0; at <= text.length; at++)
+          for (const character of outside) {
+            const inserted = text.slice(0, at) + character + text.slice(at);
+            const replaced = text.slice(0, at) + character + text.slice(at + 1);
+            if (pattern.test(inserted)) matchedOutside.push(inserted);
+            if (at < text.length && pattern.test(replaced)) matchedOutside.push(replaced);
+            tried++;
+          }
+    }
+    expect(matchedOutside).toEqual([]);
+    expect(tried).toBeGreaterThan(10_000);
   });
 
   it("should match every date and leap day that exists", () => {

@@ -144,37 +144,51 @@ export interface SureRow {
 export class SureRows {
   private version = -1;
   private regex: RegExp | undefined;
+  /** Calls to wait before the regex is made again; the wait doubles each time, so a file whose types keep changing
+   * has its regex made a logarithmic number of times, not once per change. */
+  private wait = 0;
+  private nextWait = SURE_ROWS_FIRST_WAIT;
 
   constructor(
     private readonly delimiter: string,
     private readonly newline: "\n" | "\r\n",
   ) {}
 
-  /** The regex for the sink's sure rows just now, or undefined. */
+  /** The regex for the sink's sure rows just now, or undefined. Called once per row read the usual way. */
   regexFor(sink: SpanSink): RegExp | undefined {
+    if (this.wait > 0) this.wait--;
     const sure = sink.sureRow?.();
     if (sure === undefined || !this.fits(sure.values.length)) return undefined;
     if (sure.version !== this.version) {
+      if (this.wait > 0) return undefined;
       this.version = sure.version;
       const delimiter = escapedCode(this.delimiter);
       const fields = sure.values.map((values) => sureField(values, delimiter));
-      this.regex = new RegExp(`${fields.join(delimiter)}${this.newline === "\n" ? "\\n" : "\\r\\n"}`, "y");
+      const source = `${fields.join(delimiter)}${this.newline === "\n" ? "\\n" : "\\r\\n"}`;
+      this.regex = source.length <= SURE_ROWS_MOST_CHARS ? new RegExp(source, "y") : undefined;
+      this.wait = this.nextWait;
+      this.nextWait *= 2;
     }
     return this.regex;
   }
 
   /**
    * A one-field row would also match a blank line, which the sink takes
-   * otherwise; a delimiter a value can hold would be read as part of it; a
-   * regex for thousands of fields is more than the engine compiles.
+   * otherwise; a delimiter a value can hold would be read as part of it.
    */
   private fits(width: number): boolean {
-    return width >= 2 && width <= SURE_ROWS_MOST_FIELDS && !SURE_PATTERN_CHARACTERS.test(this.delimiter);
+    return width >= 2 && !SURE_PATTERN_CHARACTERS.test(this.delimiter);
   }
 }
 
-/** The widest row taken whole. */
-const SURE_ROWS_MOST_FIELDS = 256;
+/**
+ * The longest regex source tried: beyond a few thousand characters V8's
+ * match costs more per field than the usual reading (wide rows of dates or
+ * timestamps), and making it costs more than it saves.
+ */
+const SURE_ROWS_MOST_CHARS = 8_000;
+/** Rows read the usual way after the regex was made before it is made again for changed types (then twice as many). */
+const SURE_ROWS_FIRST_WAIT = 16;
 /** Rows to read as usual after the regex missed one before trying it again. */
 const SURE_ROWS_REST = 8;
 

@@ -126,17 +126,20 @@ export function isDoubleText(codes: CharCodes, start = 0, end = codes.length): b
     mantissaDigits += at - fractionFrom;
   }
   if (mantissaDigits === 0) return false;
-  let exponent = false;
+  // Digits of the exponent, 0 without one.
+  let exponentDigits = 0;
   if (at < end && (codes[at]! | 0x20) === LOWER_E) {
     at++;
     if (at < end && (codes[at] === PLUS || codes[at] === MINUS)) at++;
     const digitsFrom = at;
     while (at < end && isDigit(codes[at]!)) at++;
-    if (at === digitsFrom) return false;
-    exponent = true;
+    exponentDigits = at - digitsFrom;
+    if (exponentDigits === 0) return false;
   }
   if (at !== end) return false;
-  if (end - start < DOUBLE_SAFE_LENGTH && !exponent) return true;
+  // Below 10^(DOUBLE_SAFE_LENGTH - 100) times 10^99 a value stays below the largest double (~1.8e308).
+  if (end - start < DOUBLE_SAFE_LENGTH && exponentDigits === 0) return true;
+  if (end - start < DOUBLE_SAFE_LENGTH - 100 && exponentDigits <= 2) return true;
   return Number.isFinite(Number(textOf(codes, start, end)));
 }
 
