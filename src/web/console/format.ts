@@ -30,7 +30,7 @@ export function formatDuration(ms: number): string {
 }
 
 /** How long a query took: its recorded timings when it has them (the status times are whole seconds). */
-export function queryDuration(status: {
+function queryDuration(status: {
   CreatedAt: string;
   UpdatedAt: string;
   Timings?: { QueueWaitMs: number; LoadMs: number; ExecuteMs: number; WriteMs: number } | null;
@@ -38,4 +38,12 @@ export function queryDuration(status: {
   const t = status.Timings;
   if (t) return t.QueueWaitMs + t.LoadMs + t.ExecuteMs + t.WriteMs;
   return Math.max(0, Date.parse(status.UpdatedAt) - Date.parse(status.CreatedAt));
+}
+
+/**
+ * How long a finished query took, or "reused" for one that did not run but
+ * answered from an identical earlier query's kept result (its times say 0 ms).
+ */
+export function queryTiming(status: Parameters<typeof queryDuration>[0] & { Reused: boolean }): string {
+  return status.Reused ? "reused" : formatDuration(queryDuration(status));
 }

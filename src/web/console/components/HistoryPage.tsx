@@ -1,7 +1,7 @@
 import { useEffect, useState } from "preact/hooks";
 import { api, ok, type QueryStatus } from "../api";
 import { editorState, openInEditor } from "../editor-store";
-import { formatBytes, formatCount, formatDuration, formatTime, queryDuration } from "../format";
+import { formatBytes, formatCount, formatTime, queryTiming } from "../format";
 import { navigate } from "../route";
 import { FINISHED } from "../query-runner";
 import { Empty, messageOf, Notice, PageTitle, Spinner } from "./ui";
@@ -48,7 +48,14 @@ export function HistoryPage() {
               <div class="history-meta">
                 <span class={`badge ${query.Status}`}>{query.Status}</span>
                 <span>{formatTime(query.CreatedAt)}</span>
-                {FINISHED.has(query.Status) && <span>{formatDuration(queryDuration(query))}</span>}
+                {FINISHED.has(query.Status) && (
+                  <span
+                    class="timing"
+                    title={query.Reused ? "The result of an identical earlier query, on the same data" : undefined}
+                  >
+                    {queryTiming(query)}
+                  </span>
+                )}
                 {query.Status === "succeeded" && (
                   <span>
                     {formatCount(query.RowCount ?? 0)} rows · {formatBytes(query.Size)}

@@ -3,7 +3,7 @@ import { useEffect, useRef, useState } from "preact/hooks";
 import type { QueryStatus } from "../api";
 import { completionSchema } from "../catalog-names";
 import { editorState } from "../editor-store";
-import { formatBytes, formatCount, formatDuration, queryDuration } from "../format";
+import { formatBytes, formatCount, queryTiming } from "../format";
 import { cancelQuery, FINISHED, followQuery, queryStatus, submitQuery } from "../query-runner";
 import { loadResult, type ResultData } from "../results";
 import { useSession } from "./App";
@@ -133,7 +133,7 @@ function QueryState(props: { status: QueryStatus | null; loadingRows: boolean })
         text = `${status.Status === "queued" ? "Queued" : "Running"}: ${status.Message}`;
         break;
       case "succeeded":
-        text = `Succeeded in ${formatDuration(queryDuration(status))} · ${formatCount(status.RowCount ?? 0)} rows · ${formatBytes(status.Size)}`;
+        text = `${status.Reused ? "Succeeded · reused the result of an identical earlier query on the same data" : `Succeeded in ${queryTiming(status)}`} · ${formatCount(status.RowCount ?? 0)} rows · ${formatBytes(status.Size)}`;
         break;
       case "failed":
         text = "Failed";
