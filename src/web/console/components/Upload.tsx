@@ -114,6 +114,11 @@ export function Upload(props: {
       <form onSubmit={send}>
         <div
           class={`dropzone${dragging ? " dragging" : ""}`}
+          // Both must be cancelled for the browser to allow a drop here.
+          onDragEnter={(event) => {
+            event.preventDefault();
+            setDragging(true);
+          }}
           onDragOver={(event) => {
             event.preventDefault();
             setDragging(true);
@@ -146,20 +151,23 @@ export function Upload(props: {
         </div>
         {file && (
           <>
-            <div class="inline-form">
-              <label class="grow">
-                Item name
-                <input
-                  name="item-name"
-                  required
-                  maxLength={128}
-                  pattern="[A-Za-z0-9_\-][A-Za-z0-9_.\-]*"
-                  title="1-128 letters, digits, _, - or ., not starting with ."
-                  value={name}
-                  onInput={(event) => setName(event.currentTarget.value)}
-                />
-              </label>
-            </div>
+            {/* Replacing an item keeps its name: another name would be a new item, not a new version. */}
+            {!props.replace && (
+              <div class="inline-form">
+                <label class="grow">
+                  Item name
+                  <input
+                    name="item-name"
+                    required
+                    maxLength={128}
+                    pattern="[A-Za-z0-9_\-][A-Za-z0-9_.\-]*"
+                    title="1-128 letters, digits, _, - or ., not starting with ."
+                    value={name}
+                    onInput={(event) => setName(event.currentTarget.value)}
+                  />
+                </label>
+              </div>
+            )}
             {replacing && (
               <Notice kind="info">
                 An item named {name} exists: uploading replaces it (queries already running finish on the old file).
