@@ -8,7 +8,7 @@ import { sqlName } from "../sql-names";
 import { useSession } from "./App";
 import { Sharing } from "./Sharing";
 import { Upload } from "./Upload";
-import { Empty, messageOf, Notice, PageTitle, Spinner } from "./ui";
+import { Empty, messageOf, Notice, PageTitle, Spinner, takeFlash } from "./ui";
 
 export function DatasetPage(props: { account: string; dataset: string }) {
   const { catalog, refreshCatalog } = useSession();
@@ -16,6 +16,7 @@ export function DatasetPage(props: { account: string; dataset: string }) {
   const access = entry?.Access ?? "read";
   const [items, setItems] = useState<DataInfo[] | null>(null);
   const [error, setError] = useState<string | null>(null);
+  const [flashed] = useState(takeFlash);
 
   const loadItems = useCallback(async () => {
     try {
@@ -48,6 +49,7 @@ export function DatasetPage(props: { account: string; dataset: string }) {
       </PageTitle>
       {entry?.Description && <p class="lead">{entry.Description}</p>}
       {error && <Notice kind="error">{error}</Notice>}
+      {flashed && <Notice kind="success">{flashed}</Notice>}
       <section class="card" aria-labelledby="items-title">
         <h2 id="items-title">Data items</h2>
         {items === null && !error && <Spinner label="Loading the data items…" />}

@@ -10,7 +10,7 @@ import { sqlName } from "../sql-names";
 import { storedColumns, type DeclaredColumn } from "../upload-file";
 import { useSession } from "./App";
 import { ResultView } from "./ResultView";
-import { messageOf, Notice, PageTitle, Spinner } from "./ui";
+import { flash, messageOf, Notice, PageTitle, Spinner } from "./ui";
 import { Upload } from "./Upload";
 
 const PREVIEW_ROWS = 20;
@@ -25,6 +25,7 @@ export function ItemPage(props: { account: string; dataset: string; item: string
   const [previewError, setPreviewError] = useState<string | null>(null);
   const [error, setError] = useState<string | null>(null);
   const [replacing, setReplacing] = useState(false);
+  const [replaced, setReplaced] = useState<string | null>(null);
   const [version, setVersion] = useState(0);
   const path = { AccountName: props.account, DatasetName: props.dataset, DataName: props.item };
   const name = sqlName(props.account, props.dataset, props.item);
@@ -61,6 +62,7 @@ export function ItemPage(props: { account: string; dataset: string; item: string
       await ok(api.DELETE("/data/{AccountName}/{DatasetName}/{DataName}", { params: { path } }));
       forgetDataset(props.account, props.dataset);
       await refreshCatalog();
+      flash(`${props.item} was deleted.`);
       navigate({ view: "dataset", account: props.account, dataset: props.dataset });
     } catch (caught) {
       setError(messageOf(caught));
@@ -93,7 +95,10 @@ export function ItemPage(props: { account: string; dataset: string; item: string
                 <button
                   type="button"
                   class="secondary"
-                  onClick={() => setReplacing(!replacing)}
+                  onClick={() => {
+                    setReplacing(!replacing);
+                    setReplaced(null);
+                  }}
                   aria-expanded={replacing}
                 >
                   Replace
@@ -109,6 +114,7 @@ export function ItemPage(props: { account: string; dataset: string; item: string
         {props.item}
       </PageTitle>
       {error && <Notice kind="error">{error}</Notice>}
+      {replaced && !replacing && <Notice kind="success">{replaced}</Notice>}
       {replacing && (
         <Upload
           account={props.account}
@@ -118,6 +124,7 @@ export function ItemPage(props: { account: string; dataset: string; item: string
           onUploaded={async () => {
             forgetDataset(props.account, props.dataset);
             setReplacing(false);
+            setReplaced(`${props.item} was replaced; the figures and rows below are the new file's.`);
             setVersion(version + 1);
             await refreshCatalog();
           }}

@@ -43,6 +43,20 @@ export function Spinner(props: { label: string }) {
   );
 }
 
+let flashed: string | null = null;
+
+/** A success message for the next page to show (as after deleting an item, whose page closes). */
+export function flash(message: string): void {
+  flashed = message;
+}
+
+/** The message left for this page, once. */
+export function takeFlash(): string | null {
+  const message = flashed;
+  flashed = null;
+  return message;
+}
+
 /** The message of anything thrown, for a notice. */
 export function messageOf(error: unknown): string {
   return error instanceof Error ? error.message : String(error);
