@@ -1,5 +1,5 @@
 import { readFile } from "node:fs/promises";
-import type { Browser } from "playwright-core";
+import type { Browser, Dialog } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { hasChromium, launchBrowser } from "./support/browser";
 import { acceptCompletion, checkStep, person, shot, signIn, typeSql, type Person } from "./support/console";
@@ -15,6 +15,17 @@ const ORDERS_CSV =
   "1,north,12.5,2026-01-03\n2,south,7.25,2026-01-04\n3,north,10.5,2026-01-05\n4,east,,2026-01-06\n" +
   "5,south,3.0,2026-01-07\n6,west,21.75,2026-01-08\n7,north,4.5,2026-01-09\n8,east,9.0,2026-01-10\n";
 const TARGETS_CSV = "region,target\nnorth,25\nsouth,15\neast,10\nwest,30\n";
+/** Large enough that an upload throttled to UPLOAD_BYTES_PER_SECOND takes seconds, so its progress bar can be watched. */
+const EVENTS_CSV =
+  "id,kind,value\n" +
+  Array.from(
+    { length: 4000 },
+    (_, i) => `${i + 1},${["sale", "refund", "visit"][i % 3]},${(i * 0.25).toFixed(2)}`,
+  ).join("\n") +
+  "\n";
+/** The second version of events.csv, which replaces the first. */
+const EVENTS_V2_CSV = "id,kind,value\n1,refund,-2.5\n2,sale,4.0\n3,sale,8.25\n";
+const UPLOAD_BYTES_PER_SECOND = 8 * 1024;
 
 let server: DevServer;
 let browser: Browser;
@@ -43,6 +54,49 @@ afterAll(async () => {
 /** Picks a file in the upload box as the file chooser would. */
 async function chooseFile(who: Person, name: string, text: string): Promise<void> {
   await who.page.locator('input[type="file"]').setInputFiles({ name, mimeType: "text/csv", buffer: Buffer.from(text) });
+}
+
+/**
+ * Drops a file on the upload box as a person drags one there from their
+ * desktop: dragenter, dragover and drop, each with a DataTransfer holding the file.
+ */
+async function dropFile(who: Person, name: string, text: string): Promise<void> {
+  const dropzone = who.page.locator(".dropzone");
+  const dataTransfer = await who.page.evaluateHandle(
+    ([name, text]) => {
+      // The test's types have no DOM; these are the page's own constructors.
+      const page = globalThis as unknown as {
+        DataTransfer: new () => { items: { add(file: unknown): void } };
+        File: new (parts: string[], name: string, options: { type: string }) => unknown;
+      };
+      const transfer = new page.DataTransfer();
+      transfer.items.add(new page.File([text], name, { type: "text/csv" }));
+      return transfer;
+    },
+    [name, text] as const,
+  );
+  await dropzone.dispatchEvent("dragenter", { dataTransfer });
+  await dropzone.dispatchEvent("dragover", { dataTransfer });
+  // The box shows that it will take the file.
+  await who.page.locator(".dropzone.dragging").waitFor();
+  await dropzone.dispatchEvent("drop", { dataTransfer });
+  await dataTransfer.dispose();
+}
+
+/** Accepts every confirm() the page asks while `act` runs; the questions asked. */
+async function confirming(who: Person, act: () => Promise<void>): Promise<string[]> {
+  const asked: string[] = [];
+  const accept = (dialog: Dialog) => {
+    asked.push(dialog.message());
+    void dialog.accept();
+  };
+  who.page.on("dialog", accept);
+  try {
+    await act();
+  } finally {
+    who.page.off("dialog", accept);
+  }
+  return asked;
 }
 
 async function createDataset(who: Person, name: string): Promise<void> {
@@ -197,6 +251,7 @@ browserTest("the web console, two people from sign-in to a revoked share", () =>
     expect(await alice.page.evaluate<string>("navigator.clipboard.readText()")).toBe(
       "region,total\nnorth,27.5\nwest,21.75\nsouth,10.25\neast,9.0\n",
     );
+    await checkStep(alice.page, "11a-copied");
   });
 
   it("should list alice's queries in the history and re-run one", async () => {
@@ -211,6 +266,18 @@ browserTest("the web console, two people from sign-in to a revoked share", () =>
     await alice.page.locator(".query-state.succeeded").waitFor({ timeout: 60_000 });
     await alice.page.locator(".grid-body .grid-row").first().waitFor();
     expect(await gridColumn(alice, 0)).toEqual(["north", "west", "south", "east"]);
+    // The same SQL on the same data: the service answers from the first run's kept result, and the console says so.
+    expect(await alice.page.locator(".query-state").textContent()).toContain(
+      "reused the result of an identical earlier query",
+    );
+    await checkStep(alice.page, "11d-rerun-reused");
+
+    await alice.page.getByRole("link", { name: "History", exact: true }).click();
+    const runs = alice.page.locator(".history > li").filter({ hasText: "GROUP BY o.region" });
+    await expect.poll(() => runs.count()).toBe(2);
+    expect(await runs.nth(0).locator(".timing").textContent()).toBe("reused");
+    expect(await runs.nth(1).locator(".timing").textContent()).toMatch(/^(\d+ ms|\d+\.\d s|\d+ min \d+ s)$/);
+    await checkStep(alice.page, "11e-history-reused");
   });
 
   it("should let alice share the dataset with bob, who sees it under shared and joins it with his own data", async () => {
@@ -258,6 +325,107 @@ browserTest("the web console, two people from sign-in to a revoked share", () =>
     await bob.page.getByRole("link", { name: "Datasets", exact: true }).click();
     await bob.page.getByText("Nothing is shared with you yet.").waitFor();
     await checkStep(bob.page, "17-bob-lost-it");
+  });
+
+  it("should let alice make the dataset public, which bob then sees, and private again", async () => {
+    // alice is still on the dataset's page, where she revoked the grant.
+    expect(await alice.page.locator("h1").textContent()).toBe("alice/sales");
+    await alice.page.getByRole("combobox", { name: /^Visibility/ }).selectOption("public");
+    await alice.page.getByText("The dataset is now public.").waitFor();
+    expect(await alice.page.locator(".page-title .badge").textContent()).toBe("public");
+    await checkStep(alice.page, "17a-public");
+
+    const publicList = bob.page.locator("section", { has: bob.page.getByRole("heading", { name: /^Public/ }) });
+    await bob.page.reload();
+    await expect
+      .poll(() => publicList.locator("li").allTextContents())
+      .toEqual([expect.stringContaining("alice/sales")]);
+    await checkStep(bob.page, "17b-bob-sees-public");
+
+    await alice.page.getByRole("combobox", { name: /^Visibility/ }).selectOption("private");
+    await alice.page.getByText("The dataset is now private.").waitFor();
+    expect(await alice.page.locator(".page-title .badge").textContent()).toBe("private");
+    await checkStep(alice.page, "17c-private-again");
+    await bob.page.reload();
+    await bob.page.getByText("No public datasets from other accounts.").waitFor();
+    expect(await publicList.locator("li").count()).toBe(0);
+  });
+
+  it("should take a dropped file with a progress bar that moves as the bytes go", async () => {
+    await dropFile(alice, "events.csv", EVENTS_CSV);
+    expect(await alice.page.locator(".dropzone").textContent()).toContain("events.csv");
+    expect(await alice.page.locator(".dropzone.dragging").count()).toBe(0);
+    expect(await alice.page.getByLabel("Item name").inputValue()).toBe("events.csv");
+
+    // A slow connection (the browser's own throttling), so the bar is seen partway rather than only at its end.
+    const cdp = await alice.context.newCDPSession(alice.page);
+    await cdp.send("Network.enable");
+    await cdp.send("Network.emulateNetworkConditions", {
+      offline: false,
+      latency: 0,
+      downloadThroughput: -1,
+      uploadThroughput: UPLOAD_BYTES_PER_SECOND,
+    });
+    try {
+      await alice.page.getByRole("button", { name: "Upload", exact: true }).click();
+      const bar = alice.page.getByRole("progressbar", { name: "Upload progress" });
+      await bar.waitFor();
+      await expect
+        .poll(() =>
+          bar.evaluate((element) => {
+            const progress = element as unknown as { value: number; max: number };
+            return progress.value > 0 && progress.value < progress.max;
+          }),
+        )
+        .toBe(true);
+      expect(await alice.page.locator(".progress span").textContent()).toMatch(/ of \d+(\.\d)? kB \(\d{1,2}%\)$/);
+      await checkStep(alice.page, "17d-upload-progress");
+      await alice.page.locator('section[aria-labelledby="upload-title"] .notice.success').waitFor({ timeout: 60_000 });
+    } finally {
+      await cdp.detach();
+    }
+    await expect.poll(() => alice.page.locator("table.items tbody tr").count()).toBe(2);
+    expect(await alice.page.locator("table.items").textContent()).toContain("4,000");
+    await checkStep(alice.page, "17e-dropped-uploaded");
+  });
+
+  it("should replace the item with a new version, download it as uploaded, and delete it", async () => {
+    await alice.page.getByRole("link", { name: "events.csv" }).click();
+    const rows = alice.page.locator("dl.facts dd").first();
+    await expect.poll(() => rows.textContent()).toBe("4,000");
+    await alice.page.locator(".grid-body .grid-row").first().waitFor({ timeout: 60_000 });
+
+    await alice.page.getByRole("button", { name: "Replace" }).click();
+    await chooseFile(alice, "events-v2.csv", EVENTS_V2_CSV);
+    // A new version keeps the item's columns unless alice says otherwise: they come declared, with their types.
+    await expect.poll(() => alice.page.getByLabel("Type of value").inputValue()).toBe("DOUBLE");
+    expect(await alice.page.getByLabel("Type of id").inputValue()).toBe("INTEGER");
+    await checkStep(alice.page, "17f-replace");
+    const asked = await confirming(alice, async () => {
+      await alice.page.getByRole("button", { name: "Upload and replace" }).click();
+      await alice.page.getByText("events.csv was replaced").waitFor({ timeout: 60_000 });
+    });
+    expect(asked).toEqual([expect.stringContaining("Replace events.csv?")]);
+    await expect.poll(() => rows.textContent()).toBe("3");
+    await expect.poll(() => gridColumn(alice, 1), { timeout: 60_000 }).toEqual(["refund", "sale", "sale"]);
+    expect(await gridColumn(alice, 2)).toEqual(["-2.5", "4.0", "8.25"]);
+    await checkStep(alice.page, "17g-replaced");
+
+    const [download] = await Promise.all([
+      alice.page.waitForEvent("download"),
+      alice.page.getByRole("link", { name: "Download", exact: true }).click(),
+    ]);
+    expect(download.suggestedFilename()).toBe("events.csv");
+    expect(await readFile((await download.path())!, "utf8")).toBe(EVENTS_V2_CSV);
+
+    const deleted = await confirming(alice, async () => {
+      await alice.page.getByRole("button", { name: "Delete", exact: true }).click();
+      await expect.poll(() => alice.page.locator("h1").textContent()).toBe("alice/sales");
+    });
+    expect(deleted).toEqual([expect.stringContaining("Delete events.csv?")]);
+    await alice.page.getByText("events.csv was deleted.").waitFor();
+    await expect.poll(() => alice.page.locator("table.items tbody th").allTextContents()).toEqual(["orders.csv"]);
+    await checkStep(alice.page, "17h-deleted");
   });
 
   it("should fit a phone's width", async () => {
