@@ -38,6 +38,8 @@ export function Upload(props: {
   const [progress, setProgress] = useState<{ sent: number; total: number } | null>(null);
   const [outcome, setOutcome] = useState<Outcome>(null);
   const abort = useRef<AbortController | null>(null);
+  /** Whether the person chose how to give the columns: the stored schema, arriving later, must not undo it. */
+  const modeChosen = useRef(false);
   const replacing = props.existing.includes(name);
 
   // A replacement keeps the current columns unless the person chooses otherwise.
@@ -50,7 +52,7 @@ export function Upload(props: {
       }),
     ).then(
       (body) => {
-        if (!live) return;
+        if (!live || modeChosen.current) return;
         setColumns(storedColumns(body.Data.Schema));
         setMode("declare");
       },
@@ -181,7 +183,10 @@ export function Upload(props: {
                   name="schema-mode"
                   value="infer"
                   checked={mode === "infer"}
-                  onChange={() => setMode("infer")}
+                  onChange={() => {
+                    modeChosen.current = true;
+                    setMode("infer");
+                  }}
                 />
                 Let dqs infer them from the file (names from the header, the narrowest type every value fits)
               </label>
@@ -191,7 +196,10 @@ export function Upload(props: {
                   name="schema-mode"
                   value="declare"
                   checked={mode === "declare"}
-                  onChange={() => setMode("declare")}
+                  onChange={() => {
+                    modeChosen.current = true;
+                    setMode("declare");
+                  }}
                 />
                 Declare them: dqs checks every value and refuses the file if one does not fit
               </label>
