@@ -600,7 +600,7 @@ describe("queries", () => {
     }
     expect(JSON.parse(status.stdout)).toMatchObject({ QueryId: id, Status: "succeeded", RowCount: 1 });
     const human = await dqs(["status", id]);
-    expect(human.stdout).toMatch(new RegExp(`^Query +${id}\nStatus +succeeded\nMessage +Succeeded: 1 rows`));
+    expect(human.stdout).toMatch(new RegExp(`^Query +${id}\nStatus +succeeded\nMessage +Succeeded: 1 row,`));
 
     const cancel = await dqs(["cancel", id]);
     expect(cancel.code).toBe(1);

@@ -652,7 +652,9 @@ describe("real-world CSV files through the upload", () => {
 
     const message = await uploadOk(owner.accessToken, `${dataset}/file.csv`, csv);
 
-    expect(message).toContain(`: ${rows} rows, ${columns.length} columns, ${bytesOf(csv).length} bytes.`);
+    expect(message).toContain(
+      `: ${rows} ${rows === 1 ? "row" : "rows"}, ${columns.length} columns, ${bytesOf(csv).length} bytes.`,
+    );
     expect(columnsOf(await schemaOf(owner.accessToken, `${dataset}/file.csv`))).toEqual(columns);
     expect(await downloadBytes(owner.accessToken, `${dataset}/file.csv`)).toEqual(bytesOf(csv));
   });
@@ -664,7 +666,7 @@ describe("real-world CSV files through the upload", () => {
 
     const message = await uploadOk(owner.accessToken, `${dataset}/wide.csv`, `${header}\n${row}\n`);
 
-    expect(message).toContain(": 1 rows, 2000 columns,");
+    expect(message).toContain(": 1 row, 2000 columns,");
     const columns = columnsOf(await schemaOf(owner.accessToken, `${dataset}/wide.csv`));
     expect(columns).toHaveLength(2000);
     expect(columns[0]).toBe("c1:INTEGER");

@@ -120,7 +120,7 @@ describe("data through the SDK", () => {
     expect(error).toMatchObject({ code: 400, message: expect.stringMatching(/row 2.*id.*x/i) });
     expect(
       await client.upload(account, "d", "bad.csv", "id,name\nx,b\n", { schema, forceGenerateTableDefinition: true }),
-    ).toContain("1 rows");
+    ).toContain("1 row,");
   });
 
   it("should follow the download redirect without sending the bearer token there", async () => {

@@ -60,7 +60,7 @@ describe("token renewal", () => {
     const { client, store, tokens, account } = await loggedInClient("sdk-up401");
     await client.createDataset(account, "d");
     await store.save({ ...tokens, accessToken: "stale", accessTokenExpiresAt: LATER() });
-    expect(await client.upload(account, "d", "a.csv", new Blob(["a\n1\n"]))).toContain("1 rows");
+    expect(await client.upload(account, "d", "a.csv", new Blob(["a\n1\n"]))).toContain("1 row,");
 
     const renewed = (await store.load())!;
     await store.save({ ...renewed, accessToken: "stale", accessTokenExpiresAt: LATER() });

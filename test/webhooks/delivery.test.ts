@@ -53,7 +53,7 @@ async function finishedQuery(url: string | null, status: "succeeded" | "running"
   if (status === "succeeded")
     await recordEnd(env.DB, queryId, {
       status,
-      message: "Succeeded: 1 rows, 6 bytes.",
+      message: "Succeeded: 1 row, 6 bytes.",
       updatedAt: "2026-11-24T00:00:01Z",
       size: 6,
       rowCount: 1,

@@ -9,6 +9,7 @@ import {
   positionalNames,
   type RowSink,
 } from "./table-check";
+import { plural } from "../util/text";
 
 // A blank line is a row with one empty field; kept as one shared value so deferring it allocates nothing.
 const BLANK_ROW: readonly string[] = [""];
@@ -145,7 +146,3 @@ export class RowRouter implements RowsSink {
 
 const MALFORMED_QUOTES =
   "a quoted field is not closed properly (a field that starts with a double quote must end with one, followed by the delimiter or a line break; a quote inside it is written twice)";
-
-function plural(count: number, noun: string): string {
-  return `${count} ${noun}${count === 1 ? "" : "s"}`;
-}

@@ -13,6 +13,7 @@ import {
   type RunOutcome,
 } from "./query-record";
 import type { UserQueries } from "./user-queries";
+import { plural } from "../util/text";
 
 const KEY = "query";
 
@@ -257,9 +258,14 @@ export class QueryState extends DurableObject<Env> {
     await this.ctx.storage.deleteAlarm();
     if (outcome.status === "succeeded") {
       const { status: _status, engine, ...result } = outcome;
-      return this.ended(record, "succeeded", `Succeeded: ${outcome.rowCount} rows, ${outcome.size} bytes.`, {
-        figures: { ...result, engine: engine ?? null },
-      });
+      return this.ended(
+        record,
+        "succeeded",
+        `Succeeded: ${plural(outcome.rowCount, "row")}, ${plural(outcome.size, "byte")}.`,
+        {
+          figures: { ...result, engine: engine ?? null },
+        },
+      );
     }
     return this.ended(record, "failed", outcome.message, {
       figures: {

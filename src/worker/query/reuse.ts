@@ -7,6 +7,7 @@ import type { QueryText } from "./query-text";
 import { canonicalParameters } from "./sql/parameters";
 import type { DataItemReference } from "./sql/table-names";
 import { asciiLowerCase, isIdentifier, isKeyword, isOperator, significantTokens, tokenize } from "./sql/tokenizer";
+import { plural } from "../util/text";
 
 /**
  * Result reuse (DECISIONS §9): a query with the same SQL text, the same
@@ -119,7 +120,7 @@ export function reusedEnd(source: QueryEnd, now: number, retentionSeconds: numbe
   const expiresAt = source.expiresAt && source.expiresAt < ownExpiry ? source.expiresAt : ownExpiry;
   return {
     status: "succeeded",
-    message: `Succeeded: ${source.rowCount ?? 0} rows, ${source.size} bytes, reused from an identical earlier query.`,
+    message: `Succeeded: ${plural(source.rowCount ?? 0, "row")}, ${plural(source.size, "byte")}, reused from an identical earlier query.`,
     updatedAt: isoSeconds(now),
     size: source.size,
     rowCount: source.rowCount,

@@ -16,6 +16,7 @@ import {
   GeneralApiResponse,
   jsonResponse,
 } from "../schemas";
+import { plural } from "../../util/text";
 
 export const uploadRoute = createRouter();
 
@@ -70,7 +71,7 @@ uploadRoute.post("/data/:AccountName/:DatasetName/:DataName", requireAuth, async
   return c.json(
     envelope(
       200,
-      `Registered ${AccountName}/${DatasetName}/${DataName}: ${outcome.rowCount} rows, ${outcome.columns} columns${delimiter}, ${outcome.size} bytes${outcome.deliveryType === "GZIP" ? " (gzip)" : ""}.`,
+      `Registered ${AccountName}/${DatasetName}/${DataName}: ${plural(outcome.rowCount, "row")}, ${plural(outcome.columns, "column")}${delimiter}, ${plural(outcome.size, "byte")}${outcome.deliveryType === "GZIP" ? " (gzip)" : ""}.`,
     ),
     200,
   );
