@@ -5,6 +5,9 @@ import { toCsv, type ResultData } from "../results";
 import { Grid, sortOrder, type Sort } from "./Grid";
 import { Notice, Spinner, useLazy } from "./ui";
 
+/** The formats as their projects write their names. */
+const FORMAT_NAMES: Record<string, string> = { csv: "CSV", ndjson: "NDJSON", parquet: "Parquet", arrow: "Arrow" };
+
 /** A result: the grid or a chart, downloads in every format the API offers, and a copy as CSV. */
 export function ResultView(props: { queryId: string | null; result: ResultData; compact?: boolean }) {
   const { result } = props;
@@ -53,7 +56,7 @@ export function ResultView(props: { queryId: string | null; result: ResultData; 
           <div class="downloads">
             {formats.map((format) => (
               <a key={format} class="button small secondary" href={download(format)} download>
-                Download {format.toUpperCase()}
+                Download {FORMAT_NAMES[format] ?? format}
               </a>
             ))}
             <button type="button" class="small secondary" onClick={() => void copy()}>
