@@ -1,4 +1,5 @@
-import { CsvRowReader, type ReadRows } from "../ingest/csv-rows";
+import { CsvRowReader, type ReadRows, type RowBatch, type RowsSink } from "../ingest/csv-rows";
+import { RowSpans } from "../ingest/csv-spans";
 import { openUploadBytes } from "../ingest/upload-bytes";
 import { Utf8Text, type DecodedText } from "../ingest/utf8-text";
 import { TransientError } from "./run-limits";
@@ -20,11 +21,36 @@ export type LoadGuard = (bytesSoFar: number) => string | null;
  * runs once the rows of each chunk read are taken, for a reader that hands
  * them on asynchronously (and so holds at most a chunk's rows at a time).
  */
-export async function readStoredCsv(
+export function readStoredCsv(
   stream: ReadableStream<Uint8Array>,
   what: { name: string; layout: Pick<TableLayout, "delimiter" | "header"> },
   guard: LoadGuard,
   onRow: (row: string[]) => void | boolean,
+  afterChunk?: () => Promise<void>,
+): Promise<LoadProgress> {
+  return readRows(stream, what, guard, { onRow }, afterChunk);
+}
+
+/**
+ * As readStoredCsv, each record read in place (csv-spans.ts: ranges of the
+ * text, a string cut only for the fields asked for), which spares a string
+ * per field and an array per row. The RowSpans is reused for the next record.
+ */
+export function readStoredCsvSpans(
+  stream: ReadableStream<Uint8Array>,
+  what: { name: string; layout: Pick<TableLayout, "delimiter" | "header"> },
+  guard: LoadGuard,
+  onRow: (row: RowSpans) => void,
+  afterChunk?: () => Promise<void>,
+): Promise<LoadProgress> {
+  return readRows(stream, what, guard, { onSpans: onRow }, afterChunk);
+}
+
+async function readRows(
+  stream: ReadableStream<Uint8Array>,
+  what: { name: string; layout: Pick<TableLayout, "delimiter" | "header"> },
+  guard: LoadGuard,
+  to: { onRow: (row: string[]) => void | boolean } | { onSpans: (row: RowSpans) => void },
   afterChunk?: () => Promise<void>,
 ): Promise<LoadProgress> {
   const storageFailure = (error: unknown) =>
@@ -41,22 +67,45 @@ export async function readStoredCsv(
     }
   };
   const utf8 = new Utf8Text();
-  const reader = new CsvRowReader(what.layout.delimiter, MAX_ROW_CHARS);
   let skipHeader = what.layout.header;
   let rows = 0;
   let loadedBytes = 0;
   let finished = false;
   let enough = false;
 
+  const reader = new CsvRowReader(
+    what.layout.delimiter,
+    MAX_ROW_CHARS,
+    "onSpans" in to ? spanSink(to.onSpans) : undefined,
+  );
+  function spanSink(onSpans: (row: RowSpans) => void): RowsSink {
+    // Rows the fast path leaves come as strings (csv-rows.ts), in file order: they are handed on the same way.
+    const stringRow = new RowSpans();
+    const takeSpans = (row: RowSpans): boolean => {
+      if (skipHeader) skipHeader = false;
+      else {
+        rows++;
+        onSpans(row);
+      }
+      return true;
+    };
+    return {
+      takeSpans,
+      takeRows: (batch: RowBatch) => batch.rows.every((fields) => takeSpans(stringRow.fill(fields))),
+    };
+  }
+
+  // With a span sink, the reader hands rows on itself and `read.rows` is empty.
   const take = (read: ReadRows): string | null => {
     if (!read.ok) return `a row of ${what.name} is longer than ${MAX_ROW_CHARS} characters`;
+    if (!("onRow" in to)) return null;
     for (const row of read.rows) {
       if (skipHeader) {
         skipHeader = false;
         continue;
       }
       rows++;
-      if (onRow(row) === false) {
+      if (to.onRow(row) === false) {
         enough = true;
         break;
       }

@@ -15,14 +15,15 @@ import {
   type DataType,
 } from "apache-arrow";
 import { ByteWriter, ParquetWriter, type SchemaElement } from "hyparquet-writer";
+import type { RowSpans } from "../../ingest/csv-spans";
 import { namesFromHeader } from "../../ingest/table-check";
 import type { DataTypeName } from "../../ingest/value-types";
 import { resultFormatKey, type ResultFormat } from "../../storage/keys";
 import { openObjectStream } from "../../storage/object-stream";
 import { R2StreamWriter } from "../../storage/r2-writer";
-import { readStoredCsv } from "../stored-csv";
+import { readStoredCsvSpans } from "../stored-csv";
 import type { StoredResult } from "./pages";
-import { jsonValue, nativeValue } from "./values";
+import { jsonValue, nativeValue, type NativeValue } from "./values";
 
 /** How each representation is served: its media type and file name extension. */
 export const FORMAT_FILES: Record<ResultFormat, { contentType: string; extension: string }> = {
@@ -36,9 +37,17 @@ export const FORMAT_FILES: Record<ResultFormat, { contentType: string; extension
 const BATCH_ROWS = 100_000;
 const BATCH_BYTES = 8 * 1024 * 1024;
 
-/** Turns batches of result rows (CSV fields) into the bytes of one file, handing bytes on as they are made. */
+/**
+ * Turns result rows, read in place from the CSV, into the bytes of one file.
+ * Rows are taken one at a time, so no row becomes an array of strings; bytes
+ * are handed on by `flush`, which the reader calls between CSV chunks once
+ * `batchRows` rows (or BATCH_BYTES of CSV) were taken.
+ */
 interface Encoder {
-  write(rows: string[][]): Uint8Array[];
+  readonly batchRows: number;
+  row(row: RowSpans): void;
+  /** The bytes of the rows taken since the last flush (a row group, a record batch, lines). */
+  flush(): Uint8Array[];
   finish(): Uint8Array[];
 }
 
@@ -50,19 +59,22 @@ interface FileColumns {
 
 const encoder = new TextEncoder();
 
-/** One JSON object per line, keyed by column name, values as the rows endpoint types them. */
+/** One JSON object per line, keyed by column name, values as the rows endpoint types them; handed on chunk by chunk. */
 function ndjsonEncoder({ names, types }: FileColumns): Encoder {
-  const keys = names.map((name) => `${JSON.stringify(name)}:`);
+  const keys = names.map((name, i) => `${i === 0 ? "" : ","}${JSON.stringify(name)}:`);
+  let text = "";
   return {
-    write(rows) {
-      let text = "";
-      for (const row of rows) {
-        text += "{";
-        for (let i = 0; i < keys.length; i++)
-          text += (i === 0 ? "" : ",") + keys[i] + JSON.stringify(jsonValue(row[i]!, types[i]!));
-        text += "}\n";
-      }
-      return [encoder.encode(text)];
+    batchRows: 1,
+    row(row) {
+      let line = "{";
+      for (let i = 0; i < keys.length; i++) line += keys[i] + JSON.stringify(jsonValue(row.field(i), types[i]!));
+      text += line + "}\n";
+    },
+    flush() {
+      if (text === "") return [];
+      const bytes = encoder.encode(text);
+      text = "";
+      return [bytes];
     },
     finish: () => [],
   };
@@ -95,14 +107,18 @@ function parquetEncoder({ names, types }: FileColumns): Encoder {
     return [chunk];
   };
   const writer = new ParquetWriter({ writer: bytes, schema });
+  // The batch's values, column by column, as the writer takes them.
+  let columns: NativeValue[][] = names.map(() => []);
   return {
-    write(rows) {
-      if (rows.length === 0) return [];
-      const columnData = names.map((name, i) => ({
-        name,
-        data: rows.map((row) => nativeValue(row[i]!, types[i]!)),
-      }));
-      void writer.write({ columnData, rowGroupSize: rows.length });
+    batchRows: BATCH_ROWS,
+    row(row) {
+      for (let i = 0; i < columns.length; i++) columns[i]!.push(nativeValue(row.field(i), types[i]!));
+    },
+    flush() {
+      if (columns[0]!.length === 0) return [];
+      const columnData = names.map((name, i) => ({ name, data: columns[i]! }));
+      void writer.write({ columnData, rowGroupSize: columns[0]!.length });
+      columns = names.map(() => []);
       return take();
     },
     finish() {
@@ -127,54 +143,188 @@ class CollectedBytes extends AsyncByteQueue {
   }
 }
 
-/**
- * One column of a batch as Arrow data: values and a validity bitmap, made
- * directly (apache-arrow's builders compile their null test with `new
- * Function`, which Workers forbid).
- */
-function arrowColumn(type: DataTypeName, rows: string[][], column: number): Data {
-  const length = rows.length;
-  const validity = new Uint8Array(Math.ceil(length / 8));
-  let nullCount = 0;
-  const values = rows.map((row, r) => {
-    const value = nativeValue(row[column]!, type);
-    if (value === null) nullCount++;
-    else validity[r >> 3]! |= 1 << (r & 7);
-    return value;
-  });
-  const common = { length, nullCount, nullBitmap: validity };
-  if (type === "INTEGER")
-    return makeData({
-      ...common,
-      type: new Int64(),
-      data: BigInt64Array.from(values, (v) => (v as bigint | null) ?? 0n),
-    });
-  if (type === "DOUBLE")
-    return makeData({
-      ...common,
-      type: new Float64(),
-      data: Float64Array.from(values, (v) => (v as number | null) ?? 0),
-    });
-  if (type === "DATE")
-    return makeData({
-      ...common,
-      type: new DateDay(),
-      data: Int32Array.from(values, (v) => (v as number | null) ?? 0),
-    });
-  if (type === "BOOLEAN") {
-    const bits = new Uint8Array(Math.ceil(length / 8));
-    values.forEach((v, r) => {
-      if (v === true) bits[r >> 3]! |= 1 << (r & 7);
-    });
-    return makeData({ ...common, type: new Bool(), data: bits });
-  }
-  const texts = values.map((v) => (v === null ? new Uint8Array(0) : encoder.encode(v as string)));
-  const valueOffsets = new Int32Array(length + 1);
-  texts.forEach((bytes, r) => (valueOffsets[r + 1] = valueOffsets[r]! + bytes.byteLength));
-  const data = new Uint8Array(valueOffsets[length]!);
-  texts.forEach((bytes, r) => data.set(bytes, valueOffsets[r]));
-  return makeData({ ...common, type: new Utf8(), valueOffsets, data });
+/** Bit `index` of a bitmap, set. */
+function setBit(bits: Uint8Array, index: number): void {
+  bits[index >> 3]! |= 1 << (index & 7);
 }
+
+/**
+ * One column of an Arrow record batch being filled, a value at a time:
+ * values straight into the column's buffers and a validity bitmap, made
+ * directly (apache-arrow's builders compile their null test with `new
+ * Function`, which Workers forbid), so a batch holds no object per value.
+ */
+class ArrowColumn {
+  private length = 0;
+  private nullCount = 0;
+  /** Rows the buffers have room for; they double when full (a chunk of CSV may hold many short rows). */
+  private capacity = 0;
+  private validity = new Uint8Array(0);
+  // INTEGER: 64-bit values, written as two 32-bit halves where the value is a safe integer (no bigint made).
+  private int64 = new BigInt64Array(0);
+  private halves = new Int32Array(0);
+  private float64 = new Float64Array(0);
+  private int32 = new Int32Array(0);
+  private bits = new Uint8Array(0);
+  // Text: the values of the last rows joined in one string, encoded to UTF-8 at once every TEXT_RUN characters.
+  private run = "";
+  private runEnds: number[] = [];
+  private bytes = new Uint8Array(0);
+  private byteLength = 0;
+  private offsets = new Int32Array(1);
+
+  constructor(private readonly type: DataTypeName) {}
+
+  /** Makes room for `rows` rows, keeping the values so far. */
+  private grow(rows: number): void {
+    const bitmap = (old: Uint8Array) => {
+      const grown = new Uint8Array(Math.ceil(rows / 8));
+      grown.set(old);
+      return grown;
+    };
+    this.capacity = rows;
+    this.validity = bitmap(this.validity);
+    if (this.type === "INTEGER") {
+      const grown = new BigInt64Array(rows);
+      grown.set(this.int64);
+      this.int64 = grown;
+      this.halves = new Int32Array(grown.buffer);
+    } else if (this.type === "DOUBLE") {
+      const grown = new Float64Array(rows);
+      grown.set(this.float64);
+      this.float64 = grown;
+    } else if (this.type === "DATE") {
+      const grown = new Int32Array(rows);
+      grown.set(this.int32);
+      this.int32 = grown;
+    } else if (this.type === "BOOLEAN") this.bits = bitmap(this.bits);
+    else {
+      const grown = new Int32Array(rows + 1);
+      grown.set(this.offsets);
+      this.offsets = grown;
+    }
+  }
+
+  add(text: string): void {
+    if (this.length === this.capacity) this.grow(Math.max(FIRST_CAPACITY, 2 * this.capacity));
+    const r = this.length++;
+    if (text === "") {
+      // NULL: no value, except that a text value's offset must still be given.
+      this.nullCount++;
+      if (isText(this.type)) this.addText("");
+      return;
+    }
+    setBit(this.validity, r);
+    switch (this.type) {
+      case "INTEGER": {
+        // Up to 15 digits is a safe integer; its halves are what BigInt(text) would store (little-endian, as Arrow is).
+        const n = text.length <= 15 ? Number(text) : NaN;
+        if (Number.isInteger(n)) {
+          const high = Math.floor(n / 2 ** 32);
+          this.halves[2 * r] = n - high * 2 ** 32;
+          this.halves[2 * r + 1] = high;
+        } else this.int64[r] = nativeValue(text, "INTEGER") as bigint;
+        return;
+      }
+      case "DOUBLE":
+        this.float64[r] = nativeValue(text, "DOUBLE") as number;
+        return;
+      case "DATE":
+        this.int32[r] = nativeValue(text, "DATE") as number;
+        return;
+      case "BOOLEAN":
+        if (nativeValue(text, "BOOLEAN") === true) setBit(this.bits, r);
+        return;
+      default:
+        this.addText(text);
+    }
+  }
+
+  private addText(text: string): void {
+    this.run += text;
+    this.runEnds.push(this.run.length);
+    if (this.run.length >= TEXT_RUN) this.encodeRun();
+  }
+
+  /** Appends the run's UTF-8 bytes and each value's end offset; one encode per run, not per value. */
+  private encodeRun(): void {
+    const run = this.run;
+    const ends = this.runEnds;
+    if (ends.length === 0) return;
+    // A UTF-16 unit is at most 3 bytes of UTF-8.
+    const needed = this.byteLength + 3 * run.length;
+    if (needed > this.bytes.byteLength) {
+      const grown = new Uint8Array(Math.max(needed, 2 * this.bytes.byteLength));
+      grown.set(this.bytes.subarray(0, this.byteLength));
+      this.bytes = grown;
+    }
+    const base = this.byteLength;
+    const written = encoder.encodeInto(run, this.bytes.subarray(base)).written;
+    const first = this.length - ends.length;
+    if (written === run.length) {
+      // All ASCII: a byte per unit.
+      for (let i = 0; i < ends.length; i++) this.offsets[first + i + 1] = base + ends[i]!;
+    } else {
+      let at = 0;
+      let bytes = base;
+      for (let i = 0; i < ends.length; i++) {
+        for (const end = ends[i]!; at < end; at++) {
+          const code = run.charCodeAt(at);
+          // A surrogate pair (two units) is 4 bytes: 2 each. The result CSV was valid UTF-8, so no unit is lone.
+          bytes += code < 0x80 ? 1 : code < 0x800 || (code >= 0xd800 && code < 0xe000) ? 2 : 3;
+        }
+        this.offsets[first + i + 1] = bytes;
+      }
+    }
+    this.byteLength = base + written;
+    this.run = "";
+    this.runEnds = [];
+  }
+
+  /** The column's values as Arrow data; the column starts over empty. */
+  take(): Data {
+    const length = this.length;
+    const common = { length, nullCount: this.nullCount, nullBitmap: this.validity.subarray(0, Math.ceil(length / 8)) };
+    let data: Data;
+    if (this.type === "INTEGER")
+      data = makeData({ ...common, type: new Int64(), data: this.int64.subarray(0, length) });
+    else if (this.type === "DOUBLE")
+      data = makeData({ ...common, type: new Float64(), data: this.float64.subarray(0, length) });
+    else if (this.type === "DATE")
+      data = makeData({ ...common, type: new DateDay(), data: this.int32.subarray(0, length) });
+    else if (this.type === "BOOLEAN")
+      data = makeData({ ...common, type: new Bool(), data: this.bits.subarray(0, Math.ceil(length / 8)) });
+    else {
+      this.encodeRun();
+      data = makeData({
+        ...common,
+        type: new Utf8(),
+        valueOffsets: this.offsets.subarray(0, length + 1),
+        data: this.bytes.subarray(0, this.byteLength),
+      });
+    }
+    // The buffers now belong to the batch: the next one starts with new ones.
+    this.length = 0;
+    this.nullCount = 0;
+    this.capacity = 0;
+    this.validity = new Uint8Array(0);
+    this.int64 = new BigInt64Array(0);
+    this.float64 = new Float64Array(0);
+    this.int32 = new Int32Array(0);
+    this.bits = new Uint8Array(0);
+    this.bytes = new Uint8Array(0);
+    this.byteLength = 0;
+    this.offsets = new Int32Array(1);
+    return data;
+  }
+}
+
+/** Characters of text values joined before they are encoded. */
+const TEXT_RUN = 64 * 1024;
+/** Rows a batch's column buffers first have room for. */
+const FIRST_CAPACITY = 16 * 1024;
+
+const isText = (type: DataTypeName) => type !== "INTEGER" && type !== "DOUBLE" && type !== "DATE" && type !== "BOOLEAN";
 
 /**
  * Arrow IPC file format (apache-arrow), all fields nullable: INTEGER as Int64,
@@ -196,11 +346,19 @@ function arrowEncoder({ names, types }: FileColumns): Encoder {
   const sink = new CollectedBytes();
   const writer = new RecordBatchFileWriter();
   writer.reset(sink, schema);
+  const columns = types.map((type) => new ArrowColumn(type));
+  let rows = 0;
   return {
-    write(rows) {
-      if (rows.length === 0) return [];
-      const children = types.map((type, i) => arrowColumn(type, rows, i));
-      const data = makeData({ type: new Struct(schema.fields), length: rows.length, nullCount: 0, children });
+    batchRows: BATCH_ROWS,
+    row(row) {
+      for (let i = 0; i < columns.length; i++) columns[i]!.add(row.field(i));
+      rows++;
+    },
+    flush() {
+      if (rows === 0) return [];
+      const children = columns.map((column) => column.take());
+      const data = makeData({ type: new Struct(schema.fields), length: rows, nullCount: 0, children });
+      rows = 0;
       writer.write(new RecordBatch(schema, data));
       return sink.take();
     },
@@ -247,26 +405,28 @@ export async function resultInFormat(
   const send = async (chunks: Uint8Array[]) => {
     for (const chunk of chunks) await out.write(chunk);
   };
-  let batch: string[][] = [];
+  let rows = 0;
   let readBytes = 0;
   let batchStart = 0;
   const flush = async () => {
-    const rows = batch;
-    batch = [];
+    rows = 0;
     batchStart = readBytes;
-    await send(encode.write(rows));
+    await send(encode.flush());
   };
   try {
-    const read = await readStoredCsv(
+    const read = await readStoredCsvSpans(
       stream,
       { name: `the result of query ${result.queryId}`, layout: { delimiter: ",", header: true } },
       (bytes) => {
         readBytes = bytes;
         return null;
       },
-      (row) => void batch.push(row),
+      (row) => {
+        encode.row(row);
+        rows++;
+      },
       async () => {
-        if (batch.length >= BATCH_ROWS || readBytes - batchStart >= BATCH_BYTES) await flush();
+        if (rows >= encode.batchRows || readBytes - batchStart >= BATCH_BYTES) await flush();
       },
     );
     if (!read.ok) {
