@@ -140,6 +140,31 @@ describe("GET /v1/query/{QueryId}/results/rawdata?format=", () => {
     expect(JSON.parse(text.split("\n")[0]!)).toEqual({ a: "9223372036854775807", b: 1.5, c: "x", a_2: null, A_3: "1" });
   });
 
+  it("should carry integers on both sides of 32 and 53 bits and text beyond ASCII exactly", async () => {
+    // Safe integers are stored as two 32-bit halves, longer ones through BigInt; text offsets count UTF-8 bytes.
+    const queryId = await finishedQuery(
+      `SELECT column1 AS n, column2 AS t FROM (VALUES
+        (-1, 'é'), (-4294967297, '😀 emoji'), (4294967296, NULL), (2147483648, ''), (-2147483649, 'ascii'),
+        (999999999999999, '日本語😀x'), (-999999999999999, 'z'), (1000000000000000, NULL), (-9007199254740993, 'ü'),
+        (NULL, 'end'))`,
+    );
+    const expected = await csvValues(queryId, ["INTEGER", "STRING"]);
+
+    expect(expected.map((row) => row[0])).toContain(-4294967297n);
+    expect((await parquetOf(queryId)).rows).toEqual(expected);
+    expect((await arrowOf(queryId)).rows).toEqual(expected);
+    const lines = new TextDecoder()
+      .decode((await download(queryId, "ndjson")).bytes)
+      .trimEnd()
+      .split("\n");
+    expect(lines.map((line) => JSON.parse(line) as unknown)).toEqual(
+      expected.map(([n, t]) => ({
+        n: typeof n === "bigint" && Number.isSafeInteger(Number(n)) ? Number(n) : n === null ? null : String(n),
+        t,
+      })),
+    );
+  });
+
   it.each([
     ["csv", "text/csv; charset=utf-8", "csv"],
     ["ndjson", "application/x-ndjson", "ndjson"],

@@ -14,6 +14,7 @@ import {
   type Data,
   type DataType,
 } from "apache-arrow";
+import type { DecodedArray } from "hyparquet";
 import { ByteWriter, ParquetWriter, type SchemaElement } from "hyparquet-writer";
 import type { RowSpans } from "../../ingest/csv-spans";
 import { namesFromHeader } from "../../ingest/table-check";
@@ -23,7 +24,7 @@ import { openObjectStream } from "../../storage/object-stream";
 import { R2StreamWriter } from "../../storage/r2-writer";
 import { readStoredCsvSpans } from "../stored-csv";
 import type { StoredResult } from "./pages";
-import { jsonValue, nativeValue, type NativeValue } from "./values";
+import { jsonText, nativeValue } from "./values";
 
 /** How each representation is served: its media type and file name extension. */
 export const FORMAT_FILES: Record<ResultFormat, { contentType: string; extension: string }> = {
@@ -67,7 +68,7 @@ function ndjsonEncoder({ names, types }: FileColumns): Encoder {
     batchRows: 1,
     row(row) {
       let line = "{";
-      for (let i = 0; i < keys.length; i++) line += keys[i] + JSON.stringify(jsonValue(row.field(i), types[i]!));
+      for (let i = 0; i < keys.length; i++) line += keys[i] + jsonText(row.field(i), types[i]!);
       text += line + "}\n";
     },
     flush() {
@@ -80,81 +81,19 @@ function ndjsonEncoder({ names, types }: FileColumns): Encoder {
   };
 }
 
-/**
- * Parquet (hyparquet-writer), all columns nullable: INTEGER as INT64, DOUBLE,
- * BOOLEAN, DATE as INT32 DATE, STRING and TIMESTAMP as UTF-8 text (a TIMESTAMP
- * column may hold both UTC and zoneless values, which no one Parquet timestamp
- * type holds); one row group per batch.
- */
-function parquetEncoder({ names, types }: FileColumns): Encoder {
-  const schema: SchemaElement[] = [
-    { name: "root", num_children: names.length },
-    ...names.map((name, i): SchemaElement => {
-      const type = types[i]!;
-      if (type === "INTEGER") return { name, type: "INT64", repetition_type: "OPTIONAL" };
-      if (type === "DOUBLE") return { name, type: "DOUBLE", repetition_type: "OPTIONAL" };
-      if (type === "BOOLEAN") return { name, type: "BOOLEAN", repetition_type: "OPTIONAL" };
-      if (type === "DATE") return { name, type: "INT32", converted_type: "DATE", repetition_type: "OPTIONAL" };
-      return { name, type: "BYTE_ARRAY", converted_type: "UTF8", repetition_type: "OPTIONAL" };
-    }),
-  ];
-  const bytes = new ByteWriter();
-  // The writer keeps counting offsets while its buffer is emptied after each row group, as its own file writer does.
-  const take = (): Uint8Array[] => {
-    if (bytes.index === 0) return [];
-    const chunk = bytes.getBytes().slice();
-    bytes.index = 0;
-    return [chunk];
-  };
-  const writer = new ParquetWriter({ writer: bytes, schema });
-  // The batch's values, column by column, as the writer takes them.
-  let columns: NativeValue[][] = names.map(() => []);
-  return {
-    batchRows: BATCH_ROWS,
-    row(row) {
-      for (let i = 0; i < columns.length; i++) columns[i]!.push(nativeValue(row.field(i), types[i]!));
-    },
-    flush() {
-      if (columns[0]!.length === 0) return [];
-      const columnData = names.map((name, i) => ({ name, data: columns[i]! }));
-      void writer.write({ columnData, rowGroupSize: columns[0]!.length });
-      columns = names.map(() => []);
-      return take();
-    },
-    finish() {
-      void writer.finish();
-      return take();
-    },
-  };
-}
-
-/** Collects what the Arrow writer emits instead of queueing it for an async reader. */
-class CollectedBytes extends AsyncByteQueue {
-  chunks: Uint8Array[] = [];
-
-  override write(value: Uint8Array): void {
-    if (value.byteLength > 0) this.chunks.push(value);
-  }
-
-  take(): Uint8Array[] {
-    const chunks = this.chunks;
-    this.chunks = [];
-    return chunks;
-  }
-}
-
 /** Bit `index` of a bitmap, set. */
 function setBit(bits: Uint8Array, index: number): void {
   bits[index >> 3]! |= 1 << (index & 7);
 }
 
 /**
- * One column of an Arrow record batch being filled, a value at a time:
- * values straight into the column's buffers and a validity bitmap, made
- * directly (apache-arrow's builders compile their null test with `new
- * Function`, which Workers forbid), so a batch holds no object per value.
+ * One column of a batch (an Arrow record batch, a Parquet row group) being
+ * filled, a value at a time, straight into Arrow's buffers for it: values
+ * and a validity bitmap, made directly (apache-arrow's builders compile
+ * their null test with `new Function`, which Workers forbid), so a batch
+ * holds no object per value until the Parquet writer asks for one.
  */
-class ArrowColumn {
+class BatchColumn {
   private length = 0;
   private nullCount = 0;
   /** Rows the buffers have room for; they double when full (a chunk of CSV may hold many short rows). */
@@ -281,8 +220,8 @@ class ArrowColumn {
     this.runEnds = [];
   }
 
-  /** The column's values as Arrow data; the column starts over empty. */
-  take(): Data {
+  /** The batch's values as Arrow data; the column starts over empty. */
+  arrow(): Data {
     const length = this.length;
     const common = { length, nullCount: this.nullCount, nullBitmap: this.validity.subarray(0, Math.ceil(length / 8)) };
     let data: Data;
@@ -303,7 +242,43 @@ class ArrowColumn {
         data: this.bytes.subarray(0, this.byteLength),
       });
     }
-    // The buffers now belong to the batch: the next one starts with new ones.
+    this.clear();
+    return data;
+  }
+
+  /**
+   * The batch's values as hyparquet-writer takes them: the typed array itself
+   * where no value is NULL (no object per value), else one value per row;
+   * text as its UTF-8 bytes. The column starts over empty.
+   */
+  parquet(): DecodedArray {
+    const { length, validity } = this;
+    const values = <T>(typed: { subarray(start: number, end: number): T; [index: number]: unknown }) =>
+      this.nullCount === 0 && this.type !== "BOOLEAN"
+        ? typed.subarray(0, length)
+        : Array.from({ length }, (_, r) => (validity[r >> 3]! & (1 << (r & 7)) ? typed[r] : null));
+    let data: DecodedArray;
+    if (this.type === "INTEGER") data = values(this.int64) as DecodedArray;
+    else if (this.type === "DOUBLE") data = values(this.float64) as DecodedArray;
+    else if (this.type === "DATE") data = values(this.int32) as DecodedArray;
+    else if (this.type === "BOOLEAN") {
+      const bits = this.bits;
+      data = Array.from({ length }, (_, r) =>
+        validity[r >> 3]! & (1 << (r & 7)) ? (bits[r >> 3]! & (1 << (r & 7))) !== 0 : null,
+      );
+    } else {
+      this.encodeRun();
+      const { bytes, offsets } = this;
+      data = Array.from({ length }, (_, r) =>
+        validity[r >> 3]! & (1 << (r & 7)) ? bytes.subarray(offsets[r]!, offsets[r + 1]!) : null,
+      );
+    }
+    this.clear();
+    return data;
+  }
+
+  /** Starts the next batch with new buffers: the last one's belong to what was made of them. */
+  private clear(): void {
     this.length = 0;
     this.nullCount = 0;
     this.capacity = 0;
@@ -315,7 +290,6 @@ class ArrowColumn {
     this.bytes = new Uint8Array(0);
     this.byteLength = 0;
     this.offsets = new Int32Array(1);
-    return data;
   }
 }
 
@@ -325,6 +299,70 @@ const TEXT_RUN = 64 * 1024;
 const FIRST_CAPACITY = 16 * 1024;
 
 const isText = (type: DataTypeName) => type !== "INTEGER" && type !== "DOUBLE" && type !== "DATE" && type !== "BOOLEAN";
+
+/**
+ * Parquet (hyparquet-writer), all columns nullable: INTEGER as INT64, DOUBLE,
+ * BOOLEAN, DATE as INT32 DATE, STRING and TIMESTAMP as UTF-8 text (a TIMESTAMP
+ * column may hold both UTC and zoneless values, which no one Parquet timestamp
+ * type holds); one row group per batch.
+ */
+function parquetEncoder({ names, types }: FileColumns): Encoder {
+  const schema: SchemaElement[] = [
+    { name: "root", num_children: names.length },
+    ...names.map((name, i): SchemaElement => {
+      const type = types[i]!;
+      if (type === "INTEGER") return { name, type: "INT64", repetition_type: "OPTIONAL" };
+      if (type === "DOUBLE") return { name, type: "DOUBLE", repetition_type: "OPTIONAL" };
+      if (type === "BOOLEAN") return { name, type: "BOOLEAN", repetition_type: "OPTIONAL" };
+      if (type === "DATE") return { name, type: "INT32", converted_type: "DATE", repetition_type: "OPTIONAL" };
+      return { name, type: "BYTE_ARRAY", converted_type: "UTF8", repetition_type: "OPTIONAL" };
+    }),
+  ];
+  const bytes = new ByteWriter();
+  // The writer keeps counting offsets while its buffer is emptied after each row group, as its own file writer does.
+  const take = (): Uint8Array[] => {
+    if (bytes.index === 0) return [];
+    const chunk = bytes.getBytes().slice();
+    bytes.index = 0;
+    return [chunk];
+  };
+  const writer = new ParquetWriter({ writer: bytes, schema });
+  const columns = types.map((type) => new BatchColumn(type));
+  let rows = 0;
+  return {
+    batchRows: BATCH_ROWS,
+    row(row) {
+      for (let i = 0; i < columns.length; i++) columns[i]!.add(row.field(i));
+      rows++;
+    },
+    flush() {
+      if (rows === 0) return [];
+      const columnData = names.map((name, i) => ({ name, data: columns[i]!.parquet() }));
+      void writer.write({ columnData, rowGroupSize: rows });
+      rows = 0;
+      return take();
+    },
+    finish() {
+      void writer.finish();
+      return take();
+    },
+  };
+}
+
+/** Collects what the Arrow writer emits instead of queueing it for an async reader. */
+class CollectedBytes extends AsyncByteQueue {
+  chunks: Uint8Array[] = [];
+
+  override write(value: Uint8Array): void {
+    if (value.byteLength > 0) this.chunks.push(value);
+  }
+
+  take(): Uint8Array[] {
+    const chunks = this.chunks;
+    this.chunks = [];
+    return chunks;
+  }
+}
 
 /**
  * Arrow IPC file format (apache-arrow), all fields nullable: INTEGER as Int64,
@@ -346,7 +384,7 @@ function arrowEncoder({ names, types }: FileColumns): Encoder {
   const sink = new CollectedBytes();
   const writer = new RecordBatchFileWriter();
   writer.reset(sink, schema);
-  const columns = types.map((type) => new ArrowColumn(type));
+  const columns = types.map((type) => new BatchColumn(type));
   let rows = 0;
   return {
     batchRows: BATCH_ROWS,
@@ -356,7 +394,7 @@ function arrowEncoder({ names, types }: FileColumns): Encoder {
     },
     flush() {
       if (rows === 0) return [];
-      const children = columns.map((column) => column.take());
+      const children = columns.map((column) => column.arrow());
       const data = makeData({ type: new Struct(schema.fields), length: rows, nullCount: 0, children });
       rows = 0;
       writer.write(new RecordBatch(schema, data));

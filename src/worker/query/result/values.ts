@@ -33,6 +33,12 @@ export function jsonValue(text: string, type: DataTypeName): JsonValue {
   }
 }
 
+/** jsonValue's JSON text, without JSON.stringify's cost for a number, a boolean or null (their String is their JSON). */
+export function jsonText(text: string, type: DataTypeName): string {
+  const value = jsonValue(text, type);
+  return typeof value === "string" ? JSON.stringify(value) : String(value);
+}
+
 export function nativeValue(text: string, type: DataTypeName): NativeValue {
   if (text === "") return null;
   switch (type) {
