@@ -1,3 +1,4 @@
+import { closeCompletion } from "@codemirror/autocomplete";
 import { sql, SQLite, type SQLNamespace } from "@codemirror/lang-sql";
 import { HighlightStyle, syntaxHighlighting } from "@codemirror/language";
 import { Compartment, Prec } from "@codemirror/state";
@@ -60,7 +61,9 @@ export function SqlEditor(props: {
           keymap.of([
             {
               key: "Mod-Enter",
-              run: () => {
+              run: (target) => {
+                // The query runs as written: an open completion list would only cover the result.
+                closeCompletion(target);
                 callbacks.current.onRun();
                 return true;
               },
