@@ -435,6 +435,16 @@ function sureEdgeTexts(): string[] {
   return texts;
 }
 
+/** The candidate sets inference leaves that have a sure pattern of their own. */
+const SURE_CANDIDATE_SETS = [
+  INFER_INTEGER | INFER_DOUBLE | INFER_BOOLEAN,
+  INFER_INTEGER | INFER_DOUBLE,
+  INFER_DOUBLE,
+  INFER_BOOLEAN,
+  INFER_DATE,
+  INFER_TIMESTAMP,
+];
+
 describe("sure patterns (the whole-row fast path's)", () => {
   const texts = sureEdgeTexts();
   const whole = (pattern: string) => new RegExp(`^(?:${pattern})$`);
@@ -454,14 +464,7 @@ describe("sure patterns (the whole-row fast path's)", () => {
     expect(surePattern("STRING")).toBeNull();
   });
 
-  it.each([
-    INFER_INTEGER | INFER_DOUBLE | INFER_BOOLEAN,
-    INFER_INTEGER | INFER_DOUBLE,
-    INFER_DOUBLE,
-    INFER_BOOLEAN,
-    INFER_DATE,
-    INFER_TIMESTAMP,
-  ])("should match only texts that leave the candidates %i as they are", (candidates) => {
+  it.each(SURE_CANDIDATE_SETS)("should match only texts that leave the candidates %i as they are", (candidates) => {
     const pattern = whole(sureCandidatesPattern(candidates)!);
     let matched = 0;
     for (const text of texts) {
@@ -477,14 +480,7 @@ describe("sure patterns (the whole-row fast path's)", () => {
     // that list, so the list must name every character any pattern can match.
     const patterns = [
       ...DATA_TYPES.flatMap((type) => surePattern(type) ?? []),
-      ...[
-        INFER_INTEGER | INFER_DOUBLE | INFER_BOOLEAN,
-        INFER_INTEGER | INFER_DOUBLE,
-        INFER_DOUBLE,
-        INFER_BOOLEAN,
-        INFER_DATE,
-        INFER_TIMESTAMP,
-      ].map((candidates) => sureCandidatesPattern(candidates)!),
+      ...SURE_CANDIDATE_SETS.map((candidates) => sureCandidatesPattern(candidates)!),
     ].map(whole);
     const outside = [
       ...Array.from({ length: 0x80 }, (_, code) => String.fromCharCode(code)),

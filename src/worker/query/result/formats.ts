@@ -327,6 +327,26 @@ function parquetEncoder({ names, types }: FileColumns): Encoder {
     return [chunk];
   };
   const writer = new ParquetWriter({ writer: bytes, schema });
+  return columnBatches(
+    types,
+    (columns, rows) => {
+      const columnData = names.map((name, i) => ({ name, data: columns[i]!.parquet() }));
+      void writer.write({ columnData, rowGroupSize: rows });
+      return take();
+    },
+    () => {
+      void writer.finish();
+      return take();
+    },
+  );
+}
+
+/** An encoder that gathers rows into typed columns and hands them to `encode` a batch at a time. */
+function columnBatches(
+  types: DataTypeName[],
+  encode: (columns: BatchColumn[], rows: number) => Uint8Array[],
+  finish: () => Uint8Array[],
+): Encoder {
   const columns = types.map((type) => new BatchColumn(type));
   let rows = 0;
   return {
@@ -337,15 +357,11 @@ function parquetEncoder({ names, types }: FileColumns): Encoder {
     },
     flush() {
       if (rows === 0) return [];
-      const columnData = names.map((name, i) => ({ name, data: columns[i]!.parquet() }));
-      void writer.write({ columnData, rowGroupSize: rows });
+      const taken = rows;
       rows = 0;
-      return take();
+      return encode(columns, taken);
     },
-    finish() {
-      void writer.finish();
-      return take();
-    },
+    finish,
   };
 }
 
@@ -384,27 +400,20 @@ function arrowEncoder({ names, types }: FileColumns): Encoder {
   const sink = new CollectedBytes();
   const writer = new RecordBatchFileWriter();
   writer.reset(sink, schema);
-  const columns = types.map((type) => new BatchColumn(type));
-  let rows = 0;
-  return {
-    batchRows: BATCH_ROWS,
-    row(row) {
-      for (let i = 0; i < columns.length; i++) columns[i]!.add(row.field(i));
-      rows++;
-    },
-    flush() {
-      if (rows === 0) return [];
+  return columnBatches(
+    types,
+    (columns, rows) => {
       const children = columns.map((column) => column.arrow());
-      const data = makeData({ type: new Struct(schema.fields), length: rows, nullCount: 0, children });
-      rows = 0;
-      writer.write(new RecordBatch(schema, data));
+      writer.write(
+        new RecordBatch(schema, makeData({ type: new Struct(schema.fields), length: rows, nullCount: 0, children })),
+      );
       return sink.take();
     },
-    finish() {
+    () => {
       writer.finish();
       return sink.take();
     },
-  };
+  );
 }
 
 const ENCODERS: Record<Exclude<ResultFormat, "csv">, (columns: FileColumns) => Encoder> = {
