@@ -1293,6 +1293,15 @@ export interface paths {
                         "application/json": components["schemas"]["GeneralApiResponse"];
                     };
                 };
+                /** @description A body larger than Sql and Parameters at their length limit can be */
+                413: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["GeneralApiResponse"];
+                    };
+                };
             };
         };
         delete?: never;
@@ -1350,6 +1359,15 @@ export interface paths {
                 };
                 /** @description Missing or invalid access token */
                 401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["GeneralApiResponse"];
+                    };
+                };
+                /** @description A body larger than Sql and Parameters at their length limit can be */
+                413: {
                     headers: {
                         [name: string]: unknown;
                     };
@@ -2157,7 +2175,7 @@ export interface components {
             Reuse?: boolean;
         };
         /**
-         * @description Values of the query's placeholders, bound by SQLite (never spliced into the text). An object binds :name, @name and $name (keys without the sigil); an array binds ? and ?NNN. A string binds as TEXT (digits stay text), an integer within ±(2^53−1) as INTEGER, any other number as REAL, a boolean as 1/0, null as NULL; send a 64-bit integer beyond 2^53 as a string (it binds as TEXT). At most 100 values. A placeholder without a value, a value without a placeholder, or names mixed with positions answer 400 naming the placeholder.
+         * @description Values of the query's placeholders, bound by SQLite (never spliced into the text). An object binds :name, @name and $name (keys without the sigil); an array binds ? and ?NNN. A string binds as TEXT (digits stay text), an integer within ±(2^53−1) as INTEGER, any other number as REAL, a boolean as 1/0, null as NULL; send a 64-bit integer beyond 2^53 as a string (it binds as TEXT). At most 100 values, and as JSON no longer than Sql may be (MAX_SQL_LENGTH). A placeholder without a value, a value without a placeholder, or names mixed with positions answer 400 naming the placeholder.
          * @example {
          *       "region": "north",
          *       "min": 10

@@ -97,6 +97,27 @@ describe("POST /v1/query with Parameters", () => {
     );
   });
 
+  it("should answer 400 for Parameters longer than Sql may be, as they are kept and shown with the query", async () => {
+    expect(await refusal({ Sql: "SELECT length(:a)", Parameters: { a: "x".repeat(100_000) } })).toBe(
+      "Parameters is 100008 characters long as JSON; the limit is 100000, as for Sql.",
+    );
+  });
+
+  it("should answer 413 for a body larger than a query's Sql and Parameters can be, before reading it", async () => {
+    const body = JSON.stringify({ Sql: "SELECT 1", Padding: "x".repeat(2_000_000) });
+    for (const path of ["/v1/query", "/v1/query/validate"]) {
+      const response = await call(path, {
+        method: "POST",
+        headers: { ...authHeader(owner.accessToken), "content-type": "application/json" },
+        body,
+      });
+
+      expect((await readEnvelope(response, 413)).Status.Message).toBe(
+        "The request body is larger than 1265536 bytes; a query's Sql and Parameters are each at most 100000 characters.",
+      );
+    }
+  });
+
   it("should answer 400 for Parameters that are not an object or array of plain values", async () => {
     expect(await refusal({ Sql: "SELECT :a", Parameters: "a=1" })).toBe(
       "Invalid request: Parameters: Parameters must be an object (for :name, @name, $name) or an array (for ?, ?NNN) whose values are strings, numbers, booleans or null.",

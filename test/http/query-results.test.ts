@@ -303,6 +303,15 @@ describe("POST /v1/query with Prefer: wait", () => {
     expect(body.Data.Status).toBe("queued");
   });
 
+  it("should not wait for a wait that is not whole seconds", async () => {
+    for (const prefer of ["wait=1e3", "wait=1.5", "wait=-1", "wait=x"]) {
+      const response = await submit(owner.accessToken, { Sql: "SELECT 1" }, serviceWith(new TestQueue()), { prefer });
+
+      expect([prefer, response.headers.get("preference-applied")]).toEqual([prefer, null]);
+      expect(Object.keys((await readEnvelope<Record<string, unknown>>(response, 200)).Data)).toEqual(["QueryId"]);
+    }
+  });
+
   it("should answer with the QueryId alone without Prefer: wait", async () => {
     const body = await readEnvelope<Record<string, unknown>>(
       await submit(owner.accessToken, { Sql: "SELECT 1" }, serviceWith(new TestQueue())),

@@ -224,6 +224,8 @@ describe("POST /v1/query/validate", () => {
       { Sql: "SELECT :a", Parameters: { a: 1, b: 2 } },
       { Sql: "SELECT ?", Parameters: { a: 1 } },
       { Sql: "   " },
+      { Sql: "SELECT length(?)", Parameters: ["x".repeat(100_001)] },
+      { Sql: "SELECT 1", Callback: { Url: "ftp://hooks.example.com/dqs" } },
     ];
     for (const body of refused) {
       const data = await validate(owner.accessToken, body);

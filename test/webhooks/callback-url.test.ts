@@ -19,6 +19,15 @@ const REFUSED: [url: string, rule: RegExp][] = [
   ["https://hooks.example.com:80/dqs", /names port 80;/],
   ["https://user:pw@hooks.example.com/dqs", /carries a user name or password/],
   ["https://hooks.example.com@127.0.0.1/dqs", /carries a user name or password/],
+  // A second trailing dot (or a leading or doubled one) would otherwise hide the name from every rule below.
+  ["https://localhost../dqs", /names localhost\.\., which has an empty label/],
+  ["https://foo.local../dqs", /names foo\.local\.\., which has an empty label/],
+  ["https://metadata.google.internal../dqs", /which has an empty label/],
+  ["https://1.2.3.4../dqs", /which has an empty label/],
+  ["https://foo.internal%2e%2e/dqs", /names foo\.internal\.\., which has an empty label/],
+  ["https://.example.com/dqs", /which has an empty label/],
+  ["https://a..b.com/dqs", /which has an empty label/],
+  ["https://hooks.alt/dqs", /under \.alt, which is not a public name/],
   // Loopback, in every spelling the URL parser reads as one.
   ["https://localhost/dqs", /names localhost, a loopback host; only development mode/],
   ["https://LOCALHOST./dqs", /names localhost\., a loopback host/],

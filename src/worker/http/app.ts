@@ -3,6 +3,7 @@ import type { Hono } from "hono";
 import { cors } from "hono/cors";
 import { createMiddleware } from "hono/factory";
 import { HTTPException } from "hono/http-exception";
+import { bodyLimit } from "hono/body-limit";
 import { methodNotAllowed } from "hono/method-not-allowed";
 import { ConfigError, devIdpEnabled, requestConfig } from "../config";
 import { devIdp } from "../dev-idp/app";
@@ -27,6 +28,25 @@ import { queryValidateRoutes } from "./routes/query-validate";
 import { webhookSecretRoutes } from "./routes/webhook-secret";
 import { wellKnownRoutes } from "./routes/well-known";
 import { envelope } from "./schemas";
+
+/**
+ * A query's body is its SQL and Parameters, each held to MAX_SQL_LENGTH
+ * characters: a larger body is refused before it is read, rather than parsed
+ * whole into the isolate's memory. The room allows both at the limit even
+ * written as JSON escapes (six bytes a character), and the rest of the body.
+ */
+const queryBodyLimit = createMiddleware<AppEnv>(async (c, next) => {
+  const maxSize = 12 * c.get("config").query.maxSqlLength + 64 * 1024;
+  return bodyLimit({
+    maxSize,
+    onError: () => {
+      throw new ApiError(
+        413,
+        `The request body is larger than ${maxSize} bytes; a query's Sql and Parameters are each at most ${c.get("config").query.maxSqlLength} characters.`,
+      );
+    },
+  })(c, next);
+});
 
 const withConfig = createMiddleware<AppEnv>(async (c, next) => {
   c.set("config", requestConfig(c.env, c.req.url));
@@ -70,6 +90,8 @@ export function createApp(): OpenAPIHono<AppEnv> {
       maxAge: 600,
     }),
   );
+
+  for (const path of ["/v1/query", "/v1/query/validate"]) app.post(path, queryBodyLimit);
 
   const v1 = createRouter();
   v1.route("/", authRoutes);

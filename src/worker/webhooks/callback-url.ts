@@ -10,6 +10,7 @@ export const MAX_CALLBACK_URL_LENGTH = 2048;
 const PRIVATE_TOP_LEVEL = new Set([
   "localhost",
   "local",
+  "alt",
   "localdomain",
   "internal",
   "intranet",
@@ -50,6 +51,9 @@ export function checkCallbackUrl(raw: string, development: boolean): CallbackChe
   // The name as the parser canonicalised it (IPv4 in dotted decimal, IPv6 in brackets), without a trailing dot.
   const host = url.hostname.replace(/\.$/, "").toLowerCase();
   const web = url.protocol === "https:" || url.protocol === "http:";
+  // "localhost.." would leave "localhost." here, matching no rule below; a name with an empty label is no host name.
+  if (host.split(".").includes("") && url.hostname !== "")
+    return refuse(`names ${url.hostname}, which has an empty label (two dots in a row, or a leading dot)`);
   if (url.username !== "" || url.password !== "")
     return refuse("carries a user name or password; a receiver checks the webhook's signature instead");
   if (development && web && isLoopback(host)) return { ok: true, url: url.href };

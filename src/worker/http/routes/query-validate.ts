@@ -1,5 +1,6 @@
 import { createRoute } from "@hono/zod-openapi";
-import { validateQuery } from "../../query/validate";
+import { validateQuery, type Validation } from "../../query/validate";
+import { checkCallbackUrl } from "../../webhooks/callback-url";
 import { authenticated } from "../middleware/bearer-auth";
 import { createRouter } from "../router";
 import { envelope, errorResponses, jsonResponse, QueryValidationResponse, SqlRequest } from "../schemas";
@@ -21,17 +22,18 @@ queryValidateRoutes.openapi(
       ...errorResponses(
         [400, "No JSON body, no Sql string, or Parameters of the wrong shape"],
         [401, "Missing or invalid access token"],
+        [413, "A body larger than Sql and Parameters at their length limit can be"],
       ),
     },
   }),
   async (c) => {
-    const { Sql, Parameters = null } = c.req.valid("json");
-    const validation = await validateQuery(
-      c.env,
-      c.get("principal"),
-      { sql: Sql, parameters: Parameters },
-      c.get("config").query,
-    );
+    const { Sql, Parameters = null, Callback } = c.req.valid("json");
+    // POST /v1/query refuses a Callback.Url outside the SSRF rule; validation says so, in the same words.
+    const callback = Callback ? checkCallbackUrl(Callback.Url, c.get("config").development) : null;
+    const validation: Validation =
+      callback && !callback.ok
+        ? { valid: false, message: callback.message, columns: [], dataItems: [], engine: null }
+        : await validateQuery(c.env, c.get("principal"), { sql: Sql, parameters: Parameters }, c.get("config").query);
     return c.json(
       {
         ...envelope(200, validation.valid ? "Valid" : "Not valid"),

@@ -35,9 +35,9 @@ const MAX_WAIT_SECONDS = 30;
 const WAITING_RETRY_AFTER_SECONDS = 10;
 const QueryParams = z.object({ QueryId: QueryIdParam });
 
-/** `Prefer: wait=N` (RFC 7240), capped; 0 when absent or malformed. */
+/** `Prefer: wait=N` (RFC 7240: N whole seconds), capped; 0 when absent or malformed (`wait=1e3` is not 1). */
 function preferredWait(header: string | undefined): number {
-  const match = header?.match(/(?:^|[,;\s])wait\s*=\s*(\d+)/i);
+  const match = header?.match(/(?:^|[,;\s])wait\s*=\s*(\d+)\s*(?:$|[,;])/i);
   return match ? Math.min(Number(match[1]), MAX_WAIT_SECONDS) : 0;
 }
 
@@ -63,6 +63,7 @@ queryRoutes.openapi(
           400,
           "No JSON body, no Sql string, empty or over-long text, Parameters that do not match the placeholders, an Idempotency-Key reused with other SQL or Parameters, or a Callback.Url the webhook rules refuse (the message names the rule)",
         ],
+        [413, "A body larger than Sql and Parameters at their length limit can be"],
         [401, "Missing or invalid access token"],
         [
           429,
