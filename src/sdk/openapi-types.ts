@@ -519,6 +519,54 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/me/catalog/columns": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The column names of every data item the caller sees, for completing SQL
+         * @description The data items of every dataset /me/catalog lists, by account, dataset, then item, each with its column names in order; at most 5000 items (Truncated says when there were more). One request instead of one per item's schema.
+         */
+        get: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description The items and their columns */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["CatalogColumnsResponse"];
+                    };
+                };
+                /** @description Missing or invalid access token */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["GeneralApiResponse"];
+                    };
+                };
+            };
+        };
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/account/{AccountName}/datasets": {
         parameters: {
             query?: never;
@@ -2020,6 +2068,22 @@ export interface components {
              * @example 2026-11-22T07:00:00Z
              */
             UpdatedAt: string;
+        };
+        CatalogColumnsResponse: {
+            Status: components["schemas"]["ApiResponseStatus"];
+            Data: {
+                ItemCount: number;
+                /** @description More items are visible than an answer lists (5000); the ones left out come last in the order */
+                Truncated: boolean;
+                ItemList: components["schemas"]["CatalogItemColumns"][];
+            };
+        };
+        CatalogItemColumns: {
+            AccountName: string;
+            DatasetName: string;
+            DataName: string;
+            /** @description The item's column names, in order */
+            Columns: string[];
         };
         DataListResponse: {
             Status: components["schemas"]["ApiResponseStatus"];

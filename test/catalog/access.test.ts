@@ -6,6 +6,7 @@ import {
   canWrite,
   findDataset,
   findReadableDataItem,
+  listCatalogColumns,
   listVisibleDatasets,
   type Access,
 } from "../../src/worker/catalog/access";
@@ -429,5 +430,60 @@ describe("GET /v1/me/catalog", () => {
     );
 
     expect(await catalogOf(reader, hidden)).toBeUndefined();
+  });
+});
+
+describe("GET /v1/me/catalog/columns", () => {
+  interface ItemColumns {
+    AccountName: string;
+    DatasetName: string;
+    DataName: string;
+    Columns: string[];
+  }
+
+  async function columnsOf(caller: LoggedIn, dataset: string): Promise<ItemColumns[]> {
+    const body = await readEnvelope<{ ItemCount: number; Truncated: boolean; ItemList: ItemColumns[] }>(
+      await get(caller, "/v1/me/catalog/columns"),
+      200,
+    );
+    expect(body.Data.ItemCount).toBe(body.Data.ItemList.length);
+    expect(body.Data.Truncated).toBe(false);
+    return body.Data.ItemList.filter((item) => item.DatasetName === dataset);
+  }
+
+  it("should list every item the caller sees with its columns in order, and nothing of another's private dataset", async () => {
+    const hidden = await sharedDataset("private");
+    const open = await sharedDataset("public");
+    const { owner, reader, stranger } = callers;
+    await uploadOk(owner.accessToken, `${owner.accountName}/${hidden}/a.csv`, "z,y,x\n1,2,3\n");
+    const item = (dataset: string, dataName: string, columns: string[]) => ({
+      AccountName: owner.accountName,
+      DatasetName: dataset,
+      DataName: dataName,
+      Columns: columns,
+    });
+
+    const expected = [item(hidden, "a.csv", ["z", "y", "x"]), item(hidden, "item.csv", ["id", "name"])];
+    expect(await columnsOf(owner, hidden)).toEqual(expected);
+    expect(await columnsOf(reader, hidden)).toEqual(expected);
+    expect(await columnsOf(stranger, hidden)).toEqual([]);
+    expect(await columnsOf(stranger, open)).toEqual([item(open, "item.csv", ["id", "name"])]);
+  });
+
+  it("should stop at the most it lists, in the catalog's order, and say there were more", async () => {
+    const dataset = await sharedDataset("private");
+    const { owner } = callers;
+    await uploadOk(owner.accessToken, `${owner.accountName}/${dataset}/a.csv`, ITEM);
+    const account = await env.DB.prepare("SELECT id FROM accounts WHERE name = ?")
+      .bind(owner.accountName)
+      .first<{ id: string }>();
+    const viewer = { accountId: account!.id };
+    const all = await listCatalogColumns(env.DB, viewer, 10_000);
+
+    const first = await listCatalogColumns(env.DB, viewer, 2);
+
+    expect(all.truncated).toBe(false);
+    expect(all.items.length).toBeGreaterThan(2);
+    expect(first).toEqual({ items: all.items.slice(0, 2), truncated: true });
   });
 });

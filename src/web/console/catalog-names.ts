@@ -1,57 +1,33 @@
 import type { SQLNamespace } from "@codemirror/lang-sql";
 import { api, ok, type CatalogEntry } from "./api";
-import { storedColumns } from "./upload-file";
 
-/** Items and their columns, by dataset, read once; an upload or a delete in the console forgets its dataset's. */
-const itemsByDataset = new Map<string, Promise<Record<string, string[]>>>();
+type ItemColumns = { AccountName: string; DatasetName: string; DataName: string; Columns: string[] }[];
 
-/** Runs `work` over `inputs`, at most `limit` at a time. */
-async function pool<T, R>(inputs: T[], limit: number, work: (input: T) => Promise<R>): Promise<R[]> {
-  const results: R[] = [];
-  let next = 0;
-  await Promise.all(
-    Array.from({ length: Math.min(limit, inputs.length) }, async () => {
-      while (next < inputs.length) {
-        const index = next++;
-        results[index] = await work(inputs[index]!);
-      }
-    }),
-  );
-  return results;
-}
-
-async function datasetItems(account: string, dataset: string): Promise<Record<string, string[]>> {
-  const path = { AccountName: account, DatasetName: dataset };
-  const list = await ok(api.GET("/dataset/{AccountName}/{DatasetName}/data", { params: { path } }));
-  const names = list.Data.DataList.map((item) => item.DataName);
-  const columns = await pool(names, 4, async (name) => {
-    const schema = await ok(
-      api.GET("/data/{AccountName}/{DatasetName}/{DataName}/metadata/schema", {
-        params: { path: { ...path, DataName: name } },
-      }),
-    ).catch(() => null);
-    return schema ? storedColumns(schema.Data.Schema).map((column) => column.name) : [];
-  });
-  // The editor reads a dot in a key as a level of nesting; an escaped one is part of the name (orders.csv).
-  return Object.fromEntries(names.map((name, i) => [name.replace(/\./g, "\\."), columns[i]!]));
-}
+/** Every visible item's columns, read in one call and kept until an upload or a delete in the console. */
+let itemColumns: Promise<ItemColumns> | null = null;
 
 /**
- * The editor's completion namespace from the catalog: account → dataset →
- * item → its columns, read through the same API calls as every other page.
+ * The editor's completion namespace: account → dataset → item → its
+ * columns, from the catalog's datasets and one call for every item's
+ * columns (GET /me/catalog/columns).
  */
 export async function completionSchema(catalog: CatalogEntry[]): Promise<SQLNamespace> {
-  const namespace: Record<string, Record<string, Record<string, string[]>>> = {};
-  await pool(catalog, 4, async (entry) => {
-    const key = `${entry.AccountName}/${entry.DatasetName}`;
-    if (!itemsByDataset.has(key)) itemsByDataset.set(key, datasetItems(entry.AccountName, entry.DatasetName));
-    const items = await itemsByDataset.get(key)!.catch(() => ({}));
-    (namespace[entry.AccountName] ??= {})[entry.DatasetName] = items;
+  itemColumns ??= ok(api.GET("/me/catalog/columns")).then((answer) => answer.Data.ItemList);
+  const items = await itemColumns.catch((): ItemColumns => {
+    itemColumns = null;
+    return [];
   });
+  const namespace: Record<string, Record<string, Record<string, string[]>>> = {};
+  for (const entry of catalog) (namespace[entry.AccountName] ??= {})[entry.DatasetName] = {};
+  for (const item of items) {
+    const datasets = (namespace[item.AccountName] ??= {});
+    // The editor reads a dot in a key as a level of nesting; an escaped one is part of the name (orders.csv).
+    (datasets[item.DatasetName] ??= {})[item.DataName.replace(/\./g, "\\.")] = item.Columns;
+  }
   return namespace;
 }
 
-/** Forgets what was read of a dataset (after an upload or a delete), so completion reads it again. */
-export function forgetDataset(account: string, dataset: string): void {
-  itemsByDataset.delete(`${account}/${dataset}`);
+/** Forgets the columns read (after an upload or a delete in a dataset), so completion reads them again. */
+export function forgetColumns(): void {
+  itemColumns = null;
 }

@@ -162,3 +162,50 @@ export async function listCatalog(db: D1Database, principal: Viewer): Promise<Ca
     return access === "none" ? [] : [{ ...row, access, granted: access !== "owner" && grantPermission !== null }];
   });
 }
+
+/** The most items one answer of listCatalogColumns lists. */
+export const CATALOG_COLUMNS_MOST = 5000;
+
+/** A data item's column names, for completion in an editor. */
+export interface ItemColumns {
+  accountName: string;
+  datasetName: string;
+  dataName: string;
+  columns: string[];
+}
+
+/**
+ * The column names of every data item in the datasets the caller sees
+ * (listCatalog's), by account, dataset, then item, at most `most` items;
+ * `truncated` when there were more. One catalog query: the names come from
+ * the stored schemas in D1, nothing is read from R2.
+ */
+export async function listCatalogColumns(
+  db: D1Database,
+  principal: Viewer,
+  most: number,
+): Promise<{ items: ItemColumns[]; truncated: boolean }> {
+  const datasets = await listCatalog(db, principal);
+  if (datasets.length === 0) return { items: [], truncated: false };
+  const { results } = await db
+    .prepare(
+      `SELECT j.key AS datasetIndex, i.name AS dataName,
+              (SELECT json_group_array(json_extract(c.value, '$.Name'))
+                 FROM json_each(i.schema, '$.TableDefinition.Columns') c) AS columns
+       FROM json_each(?1) j JOIN data_items i ON i.dataset_id = j.value
+       ORDER BY j.key, i.name
+       LIMIT ?2`,
+    )
+    .bind(JSON.stringify(datasets.map((dataset) => dataset.id)), most + 1)
+    .all<{ datasetIndex: number; dataName: string; columns: string }>();
+  const items = results.slice(0, most).map((row) => {
+    const dataset = datasets[row.datasetIndex]!;
+    return {
+      accountName: dataset.accountName,
+      datasetName: dataset.name,
+      dataName: row.dataName,
+      columns: JSON.parse(row.columns) as string[],
+    };
+  });
+  return { items, truncated: results.length > most };
+}

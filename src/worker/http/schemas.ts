@@ -1,4 +1,5 @@
 import { z } from "@hono/zod-openapi";
+import { CATALOG_COLUMNS_MOST } from "../catalog/access";
 import { DATA_TYPES } from "../ingest/value-types";
 
 // Wire shapes of the interface (section 2), PascalCase as it names them.
@@ -69,6 +70,26 @@ export const CatalogResponse = withData(
           UpdatedAt: DateTime,
         })
         .openapi("CatalogEntry"),
+    ),
+  }),
+);
+
+export const CatalogColumnsResponse = withData(
+  "CatalogColumnsResponse",
+  z.object({
+    ItemCount: z.number().int(),
+    Truncated: z.boolean().openapi({
+      description: `More items are visible than an answer lists (${CATALOG_COLUMNS_MOST}); the ones left out come last in the order`,
+    }),
+    ItemList: z.array(
+      z
+        .object({
+          AccountName: z.string(),
+          DatasetName: z.string(),
+          DataName: z.string(),
+          Columns: z.array(z.string()).openapi({ description: "The item's column names, in order" }),
+        })
+        .openapi("CatalogItemColumns"),
     ),
   }),
 );

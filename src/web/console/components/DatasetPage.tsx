@@ -1,6 +1,6 @@
 import { useCallback, useEffect, useState } from "preact/hooks";
 import { api, ok, type DataInfo } from "../api";
-import { forgetDataset } from "../catalog-names";
+import { forgetColumns } from "../catalog-names";
 import { openInEditor } from "../editor-store";
 import { formatBytes, formatCount, formatTime } from "../format";
 import { href, navigate } from "../route";
@@ -34,7 +34,7 @@ export function DatasetPage(props: { account: string; dataset: string }) {
   useEffect(() => void loadItems(), [loadItems]);
 
   const uploaded = async () => {
-    forgetDataset(props.account, props.dataset);
+    forgetColumns();
     await loadItems();
     await refreshCatalog();
   };

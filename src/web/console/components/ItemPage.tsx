@@ -1,6 +1,6 @@
 import { useEffect, useState } from "preact/hooks";
 import { api, dataPath, ok, type DataStorage } from "../api";
-import { forgetDataset } from "../catalog-names";
+import { forgetColumns } from "../catalog-names";
 import { openInEditor } from "../editor-store";
 import { formatBytes, formatCount, formatTime } from "../format";
 import { followQuery, submitQuery } from "../query-runner";
@@ -60,7 +60,7 @@ export function ItemPage(props: { account: string; dataset: string; item: string
     if (!confirm(`Delete ${props.item}? Queries can no longer read it.`)) return;
     try {
       await ok(api.DELETE("/data/{AccountName}/{DatasetName}/{DataName}", { params: { path } }));
-      forgetDataset(props.account, props.dataset);
+      forgetColumns();
       await refreshCatalog();
       flash(`${props.item} was deleted.`);
       navigate({ view: "dataset", account: props.account, dataset: props.dataset });
@@ -122,7 +122,7 @@ export function ItemPage(props: { account: string; dataset: string; item: string
           existing={[props.item]}
           replace={props.item}
           onUploaded={async () => {
-            forgetDataset(props.account, props.dataset);
+            forgetColumns();
             setReplacing(false);
             setReplaced(`${props.item} was replaced; the figures and rows below are the new file's.`);
             setVersion(version + 1);

@@ -1,9 +1,17 @@
 import { createRoute } from "@hono/zod-openapi";
-import { listCatalog, listVisibleDatasets } from "../../catalog/access";
+import { CATALOG_COLUMNS_MOST, listCatalog, listCatalogColumns, listVisibleDatasets } from "../../catalog/access";
 import { datasetList } from "../catalog-wire";
 import { authenticated } from "../middleware/bearer-auth";
 import { createRouter } from "../router";
-import { CatalogResponse, DatasetListResponse, envelope, errorResponses, jsonResponse, MeResponse } from "../schemas";
+import {
+  CatalogColumnsResponse,
+  CatalogResponse,
+  DatasetListResponse,
+  envelope,
+  errorResponses,
+  jsonResponse,
+  MeResponse,
+} from "../schemas";
 
 export const meRoutes = createRouter();
 
@@ -77,6 +85,40 @@ meRoutes.openapi(
             Shared: entry.granted,
             DataCount: entry.dataCount,
             UpdatedAt: entry.updatedAt,
+          })),
+        },
+      },
+      200,
+    );
+  },
+);
+
+meRoutes.openapi(
+  createRoute({
+    method: "get",
+    path: "/me/catalog/columns",
+    tags: ["user", "experimental"],
+    summary: "The column names of every data item the caller sees, for completing SQL",
+    description: `The data items of every dataset /me/catalog lists, by account, dataset, then item, each with its column names in order; at most ${CATALOG_COLUMNS_MOST} items (Truncated says when there were more). One request instead of one per item's schema.`,
+    ...authenticated,
+    responses: {
+      200: jsonResponse(CatalogColumnsResponse, "The items and their columns"),
+      ...errorResponses([401, "Missing or invalid access token"]),
+    },
+  }),
+  async (c) => {
+    const { items, truncated } = await listCatalogColumns(c.env.DB, c.get("principal"), CATALOG_COLUMNS_MOST);
+    return c.json(
+      {
+        ...envelope(200, "OK"),
+        Data: {
+          ItemCount: items.length,
+          Truncated: truncated,
+          ItemList: items.map((item) => ({
+            AccountName: item.accountName,
+            DatasetName: item.datasetName,
+            DataName: item.dataName,
+            Columns: item.columns,
           })),
         },
       },
