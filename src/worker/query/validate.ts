@@ -34,6 +34,11 @@ export interface Validation {
   engine: "sqljs" | "store" | null;
 }
 
+/** A validation that found the query invalid: its message, and what it found before that. */
+export function invalid(message: string, more: Partial<Validation> = {}): Validation {
+  return { valid: false, message, columns: [], dataItems: [], engine: null, ...more };
+}
+
 /**
  * What running the query would find, without running it: the same checks,
  * in the same order and with the same messages, as `POST /v1/query` (400)
@@ -48,14 +53,6 @@ export async function validateQuery(
   query: QueryText,
   limits: QueryLimits,
 ): Promise<Validation> {
-  const invalid = (message: string, more: Partial<Validation> = {}): Validation => ({
-    valid: false,
-    message,
-    columns: [],
-    dataItems: [],
-    engine: null,
-    ...more,
-  });
   const problem = queryTextProblem(query, limits.maxSqlLength);
   if (problem) return invalid(problem);
   const versions = new Map<LoadableItem, string>();

@@ -1,5 +1,5 @@
 import { createRoute } from "@hono/zod-openapi";
-import { validateQuery, type Validation } from "../../query/validate";
+import { invalid, validateQuery } from "../../query/validate";
 import { checkCallbackUrl } from "../../webhooks/callback-url";
 import { authenticated } from "../middleware/bearer-auth";
 import { createRouter } from "../router";
@@ -30,9 +30,9 @@ queryValidateRoutes.openapi(
     const { Sql, Parameters = null, Callback } = c.req.valid("json");
     // POST /v1/query refuses a Callback.Url outside the SSRF rule; validation says so, in the same words.
     const callback = Callback ? checkCallbackUrl(Callback.Url, c.get("config").development) : null;
-    const validation: Validation =
+    const validation =
       callback && !callback.ok
-        ? { valid: false, message: callback.message, columns: [], dataItems: [], engine: null }
+        ? invalid(callback.message)
         : await validateQuery(c.env, c.get("principal"), { sql: Sql, parameters: Parameters }, c.get("config").query);
     return c.json(
       {
