@@ -1,16 +1,12 @@
 import { runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { beforeAll, describe, expect, it, vi } from "vitest";
-import { settings } from "../../src/worker/config";
-import { findQuery, insertQuery } from "../../src/worker/query/history";
+import { findQuery } from "../../src/worker/query/history";
 import type { QueryEnd, RunOutcome } from "../../src/worker/query/query-record";
 import type { LiveQuery, QueryState } from "../../src/worker/query/query-state";
-import { randomToken } from "../../src/worker/util/crypto";
-import { dbFailing } from "../support/http";
 import { login, userIdOf } from "../support/login";
 import { recordOf, stateOf } from "../support/query";
-
-const HOUR_MS = 3_600_000;
+import { finishWhileD1Fails, newQueryState, SUCCEEDED_RUN } from "../support/query-state";
 
 let ownerUserId: string;
 
@@ -19,11 +15,8 @@ beforeAll(async () => {
 });
 
 /** A query's row, as a submit writes it, and the stub of its Durable Object (not created yet). */
-async function newQuery(sql = "SELECT 1") {
-  const queryId = randomToken(16);
-  await insertQuery(env.DB, { queryId, ownerUserId, sql, parameters: null, createdAt: new Date().toISOString() }, null);
-  const limits = { ...settings(env).query, timeLimitMs: HOUR_MS };
-  return { queryId, stub: stateOf(queryId), init: { queryId, ownerUserId, limits } };
+function newQuery(sql = "SELECT 1") {
+  return newQueryState(ownerUserId, { sql });
 }
 
 /** How the query's row says it ended; null while it has not. */
@@ -31,18 +24,7 @@ async function endOf(queryId: string): Promise<QueryEnd | null> {
   return (await findQuery(env.DB, queryId))?.end ?? null;
 }
 
-const SUCCESS: RunOutcome = {
-  status: "succeeded",
-  size: 12,
-  rowCount: 2,
-  bytesLoaded: 40,
-  peakMemoryBytes: 1000,
-  timings: { queueWaitMs: 1, loadMs: 2, executeMs: 3, writeMs: 4 },
-  resultKey: "results/x.csv",
-  resultColumns: [{ name: "a", type: "INTEGER" }],
-  expiresAt: "2030-01-01T00:00:00Z",
-  reuseKey: "key-of-x",
-};
+const SUCCESS: RunOutcome = { ...SUCCEEDED_RUN, reuseKey: "key-of-x" };
 
 describe("QueryState", () => {
   it("should record a new query as queued and return the first state when created again", async () => {
@@ -144,15 +126,7 @@ describe("QueryState", () => {
     await stub.create(init);
     await stub.claim();
 
-    const kept = await runInDurableObject(stub, async (instance: QueryState) => {
-      const real = Reflect.get(instance, "env") as Env;
-      Reflect.set(instance, "env", { ...real, DB: dbFailing(/^UPDATE queries/) });
-      try {
-        return await instance.finish(SUCCESS);
-      } finally {
-        Reflect.set(instance, "env", real);
-      }
-    });
+    const kept = await finishWhileD1Fails(stub, SUCCESS);
     const endBefore = await endOf(queryId);
     const alarmed = await runDurableObjectAlarm(stub);
 

@@ -1,31 +1,13 @@
-import { runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
+import { runDurableObjectAlarm } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { afterEach, beforeAll, beforeEach, describe, expect, it, vi, type MockInstance } from "vitest";
-import { settings } from "../../src/worker/config";
-import { findQuery, insertQuery } from "../../src/worker/query/history";
-import type { RunOutcome } from "../../src/worker/query/query-record";
-import type { QueryState } from "../../src/worker/query/query-state";
-import { randomToken } from "../../src/worker/util/crypto";
-import { dbFailing } from "../support/http";
+import { findQuery } from "../../src/worker/query/history";
 import { login, userIdOf } from "../support/login";
 import { stateOf } from "../support/query";
+import { finishWhileD1Fails, newQueryState, SUCCEEDED_RUN as SUCCESS } from "../support/query-state";
 
-const HOUR_MS = 3_600_000;
 const URL = "https://hooks.example.com/dqs";
 const SENT = { metadata: { metrics: { backlogCount: 0, backlogBytes: 0 } } };
-
-const SUCCESS: RunOutcome = {
-  status: "succeeded",
-  size: 12,
-  rowCount: 2,
-  bytesLoaded: 40,
-  peakMemoryBytes: 1000,
-  timings: { queueWaitMs: 1, loadMs: 2, executeMs: 3, writeMs: 4 },
-  resultKey: "results/x.csv",
-  resultColumns: [{ name: "a", type: "INTEGER" }],
-  expiresAt: "2030-01-01T00:00:00Z",
-  reuseKey: null,
-};
 
 let ownerUserId: string;
 
@@ -33,23 +15,9 @@ beforeAll(async () => {
   ownerUserId = await userIdOf(await login("hook_announce"));
 });
 
-/** A query's row, as a submit with (or without) a Callback writes it, and the stub of its Durable Object. */
-async function newQuery(callback = true) {
-  const queryId = randomToken(16);
-  await insertQuery(
-    env.DB,
-    {
-      queryId,
-      ownerUserId,
-      sql: "SELECT 1",
-      parameters: null,
-      createdAt: new Date().toISOString(),
-      callback: callback ? { url: URL, lastDelivery: null } : null,
-    },
-    null,
-  );
-  const limits = { ...settings(env).query, timeLimitMs: HOUR_MS };
-  return { queryId, stub: stateOf(queryId), init: { queryId, ownerUserId, limits, callback } };
+/** A query with a Callback (or without), its row written as a submit writes it. */
+function newQuery(callback = true) {
+  return newQueryState(ownerUserId, callback ? { callbackUrl: URL } : {});
 }
 
 // The queue the QueryState objects hand completion webhooks to; watched (and kept from delivering) here.
@@ -157,15 +125,7 @@ describe("a query's end hands its completion webhook to the queue", () => {
     await stub.create(init);
     await stub.claim();
 
-    const finished = await runInDurableObject(stub, async (instance: QueryState) => {
-      const real = Reflect.get(instance, "env") as Env;
-      Reflect.set(instance, "env", { ...real, DB: dbFailing(/^UPDATE queries/) });
-      try {
-        return await instance.finish(SUCCESS);
-      } finally {
-        Reflect.set(instance, "env", real);
-      }
-    });
+    const finished = await finishWhileD1Fails(stub, SUCCESS);
 
     expect(finished).toMatchObject({ published: false, announced: false });
     expect(send).not.toHaveBeenCalled();
