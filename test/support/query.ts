@@ -10,43 +10,14 @@ import type { QueryState } from "../../src/worker/query/query-state";
 import { createDataset, datasetId, followDownload, uploadOk } from "./catalog";
 import { call, readEnvelope, workerWith, type Fetch } from "./http";
 import { authHeader } from "./login";
+import type { components } from "../../src/sdk/openapi-types";
+import type { QueryStatus } from "../../src/sdk/types";
 
-/** QueryStatusResponse Data as the status route sends it. */
-export interface QueryStatusData {
-  QueryId: string;
-  Status: string;
-  Sql: string;
-  Parameters: Record<string, unknown> | unknown[] | null;
-  CreatedAt: string;
-  UpdatedAt: string;
-  Message: string;
-  Size: number;
-  RowCount: number | null;
-  BytesLoaded: number | null;
-  PeakMemoryBytes: number | null;
-  Timings: { QueueWaitMs: number; LoadMs: number; ExecuteMs: number; WriteMs: number } | null;
-  ExpiresAt: string | null;
-  Callback: {
-    Url: string;
-    LastDelivery: {
-      Attempt: number;
-      At: string;
-      StatusCode: number | null;
-      Error: string | null;
-      Delivered: boolean;
-      NextAttemptAt: string | null;
-    } | null;
-  } | null;
-  Engine: "sqljs" | "store" | null;
-  Reused: boolean;
-}
+/** QueryStatusResponse Data as the status route sends it: the SDK's wire type, generated from the OpenAPI document. */
+export type QueryStatusData = QueryStatus;
 
 /** The list of the caller's queries, one page. */
-export interface QueryListData {
-  QueryCount: number;
-  QueryList: QueryStatusData[];
-  NextCursor: string | null;
-}
+export type QueryListData = components["schemas"]["QueryListResponse"]["Data"];
 
 const NO_METRICS = { metrics: { backlogCount: 0, backlogBytes: 0 } };
 
