@@ -1414,6 +1414,15 @@ export interface paths {
                         "application/json": components["schemas"]["GeneralApiResponse"];
                     };
                 };
+                /** @description A submit with this Idempotency-Key is still being queued; send it again after Retry-After */
+                409: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["GeneralApiResponse"];
+                    };
+                };
                 /** @description A body larger than Sql and Parameters at their length limit can be */
                 413: {
                     headers: {

@@ -1,5 +1,6 @@
 import { env } from "cloudflare:workers";
 import { base64url } from "jose";
+import type { WorkMessage } from "../../src/worker/query/consumer";
 import { afterEach, beforeAll, beforeEach, describe, expect, it, vi } from "vitest";
 import { followDownload, schemaOf } from "../support/catalog";
 import { call, dbFailing, readEnvelope, readUnauthorized } from "../support/http";
@@ -237,6 +238,55 @@ describe("POST /v1/query", () => {
       expect(queue.sent).toEqual([{ queryId: leftBehind }]);
       expect(await statusOf(user.accessToken, body.Data.QueryId)).toMatchObject({ Status: "queued" });
     });
+
+    /** A queue whose first send waits until `release` is called, then fails or goes through. */
+    class HeldQueue extends TestQueue {
+      // Declared before the promises that set them: a later field declaration would reset them.
+      private opened!: (fail: boolean) => void;
+      private arrived!: () => void;
+      private readonly gate = new Promise<boolean>((resolve) => (this.opened = resolve));
+      readonly reached = new Promise<void>((resolve) => (this.arrived = resolve));
+
+      release(fail: boolean): void {
+        this.opened(fail);
+      }
+
+      override async send(body: WorkMessage): Promise<QueueSendResponse> {
+        this.arrived();
+        if (await this.gate) throw new Error("Queues is unavailable");
+        return super.send(body);
+      }
+    }
+
+    for (const firstFails of [true, false])
+      it(`should answer 409 to a submit with the key while the first is still being queued, never a QueryId that may vanish (the first ${firstFails ? "fails" : "succeeds"})`, async () => {
+        const user = await login(bareName("q_key_race"));
+        const key = crypto.randomUUID();
+        const held = new HeldQueue();
+        const queue = new TestQueue();
+
+        const first = submit(user.accessToken, { Sql: "SELECT 24" }, serviceWith(held), { "idempotency-key": key });
+        await held.reached;
+        const meanwhile = await submit(user.accessToken, { Sql: "SELECT 24" }, serviceWith(queue), {
+          "idempotency-key": key,
+        });
+        held.release(firstFails);
+        const firstAnswer = await first;
+        const retried = await submitOk(user.accessToken, "SELECT 24", serviceWith(queue), { "idempotency-key": key });
+
+        expect(meanwhile.headers.get("Retry-After")).toBe("1");
+        expect((await readEnvelope(meanwhile, 409)).Status.Message).toMatch(/still being queued; send it again/);
+        if (firstFails) {
+          await readEnvelope(firstAnswer, 503);
+          expect(queue.sent).toEqual([{ queryId: retried }]);
+        } else {
+          expect((await readEnvelope<{ QueryId: string }>(firstAnswer, 200)).Data.QueryId).toBe(retried);
+          expect(held.sent).toEqual([{ queryId: retried }]);
+          expect(queue.sent).toEqual([]);
+        }
+        expect(await statusOf(user.accessToken, retried)).toMatchObject({ Status: "queued", Sql: "SELECT 24" });
+        expect(await listed(user.accessToken)).toEqual([retried]);
+      });
 
     it("should answer 503 when the query cannot be enqueued, give its slot back, and queue a retry with the same key", async () => {
       const user = await login(bareName("q_retry_queue"));

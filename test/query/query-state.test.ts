@@ -33,10 +33,76 @@ describe("QueryState", () => {
     const first = await stub.create(init);
     const again = await stub.create({ ...init, ownerUserId: "someone-else" });
 
-    expect(first).toMatchObject({ created: true, record: { status: "queued", ownerUserId, figures: null } });
-    expect(again).toEqual({ created: false, record: first.record });
+    expect(first).toMatchObject({ outcome: "created", record: { status: "queued", ownerUserId, figures: null } });
+    expect(again).toEqual({ outcome: "exists", record: first.record });
     expect(await stub.get()).toEqual(first.record);
     expect(await endOf(queryId)).toBeNull();
+  });
+
+  describe("held by the submit that created it (an Idempotency-Key's attempt)", () => {
+    /** Makes the attempt's hold on the state look as old as `ageMs`, as if its request had died. */
+    async function ageHold(stub: DurableObjectStub<QueryState>, ageMs: number): Promise<void> {
+      await runInDurableObject(stub, async (_instance, state) => {
+        const record = (await state.storage.get<LiveQuery>("query"))!;
+        await state.storage.put("query", {
+          ...record,
+          submitting: { ...record.submitting!, since: Date.now() - ageMs },
+        });
+      });
+    }
+
+    it("should tell another attempt it is busy until the first accepts, then give it the same state", async () => {
+      const { stub, init } = await newQuery();
+
+      await stub.create({ ...init, attempt: "first" });
+      const meanwhile = await stub.create({ ...init, attempt: "second" });
+      await stub.accept("first");
+      const after = await stub.create({ ...init, attempt: "second" });
+
+      expect(meanwhile.outcome).toBe("busy");
+      expect(after).toMatchObject({ outcome: "exists", record: { status: "queued", submitting: null } });
+    });
+
+    it("should be discarded only by the attempt that holds it", async () => {
+      const { stub, init } = await newQuery();
+      await stub.create({ ...init, attempt: "first" });
+
+      const byOther = await stub.discard("second");
+      const kept = await stub.get();
+      const byHolder = await stub.discard("first");
+
+      expect(byOther).toBe(false);
+      expect(kept).toMatchObject({ status: "queued" });
+      expect(byHolder).toBe(true);
+      expect(await stub.get()).toBeNull();
+    });
+
+    it("should be taken over by another attempt once the first has held it for a minute, and then kept from the first", async () => {
+      const { stub, init } = await newQuery();
+      await stub.create({ ...init, attempt: "first" });
+      await ageHold(stub, 59_000);
+      const early = await stub.create({ ...init, attempt: "second" });
+      await ageHold(stub, 61_000);
+
+      const late = await stub.create({ ...init, attempt: "second" });
+      const discardedByFirst = await stub.discard("first");
+
+      expect(early.outcome).toBe("busy");
+      expect(late).toMatchObject({ outcome: "created", record: { submitting: { attempt: "second" } } });
+      expect(discardedByFirst).toBe(false);
+      expect(await stub.get()).toMatchObject({ status: "queued" });
+    });
+
+    it("should never be taken over once it has left the queue", async () => {
+      const { stub, init } = await newQuery();
+      await stub.create({ ...init, attempt: "first" });
+      await stub.claim();
+      await ageHold(stub, 61_000);
+
+      const again = await stub.create({ ...init, attempt: "second" });
+
+      expect(again).toMatchObject({ outcome: "exists", record: { status: "running" } });
+    });
   });
 
   it("should answer null for a query that was never created", async () => {

@@ -57,7 +57,7 @@ export interface QuerySubmission {
 
 export type SubmitResult =
   | { ok: true; queryId: string; status: QueryStatus; replayed: boolean; reused: boolean }
-  | { ok: false; reason: "idempotency_conflict" | "not_queued" }
+  | { ok: false; reason: "idempotency_conflict" | "idempotency_busy" | "not_queued" }
   | { ok: false; reason: "too_many_waiting"; waiting: number };
 
 /**
@@ -109,7 +109,7 @@ export async function submitQuery(
     const earlier = idempotencyKey && (await findByIdempotencyKey(env.DB, principal.userId, idempotencyKey));
     return earlier ? resume(env, earlier, query, limits, share) : { ok: false, reason: "not_queued" };
   }
-  if (!source) return enqueue(env, { ...row, end: null, reused: false }, limits, share);
+  if (!source) return enqueue(env, { ...row, end: null, reused: false }, limits, share, idempotencyKey !== null);
   if (callback && !(await enqueueCompletion(env, row.queryId))) {
     // Its webhook could not be handed on: the row is taken back, so that a retry with the same key submits it anew.
     await deleteQuery(env.DB, row.queryId).catch((error: unknown) =>
@@ -147,54 +147,88 @@ async function resume(
   if (row.sql !== query.sql || canonicalParameters(row.parameters) !== canonicalParameters(query.parameters))
     return { ok: false, reason: "idempotency_conflict" };
   if (row.end) return { ok: true, queryId: row.queryId, status: row.end.status, replayed: true, reused: row.reused };
-  return enqueue(env, row, limits, share);
+  return enqueue(env, row, limits, share, true);
 }
 
 /**
  * Creates the query's state and puts it in line (sending it to the queue
  * when a slot is free). A state that exists already means an earlier submit
- * did this: it is answered as it is.
+ * did this: it is answered as it is. Under an Idempotency-Key the state is
+ * this attempt's until it is in line (QueryState.accept), so that a
+ * concurrent submit with the key is never given a QueryId this one may
+ * still take back: it is told to come back (`busy`).
  */
-async function enqueue(env: Env, row: QueryRow, limits: QueryLimits, share: FairShare): Promise<SubmitResult> {
+async function enqueue(
+  env: Env,
+  row: QueryRow,
+  limits: QueryLimits,
+  share: FairShare,
+  keyed: boolean,
+): Promise<SubmitResult> {
   const { queryId, ownerUserId } = row;
+  const attempt = keyed ? crypto.randomUUID() : undefined;
   let reached: "row" | "state" | "line" = "row";
   try {
-    const { created, record } = await queryStub(env, queryId).create({
+    const { outcome, record } = await queryStub(env, queryId).create({
       queryId,
       ownerUserId,
       limits,
       callback: row.callback !== null,
+      attempt,
     });
-    if (!created) return { ok: true, queryId, status: record.status, replayed: true, reused: false };
+    if (outcome === "busy") return { ok: false, reason: "idempotency_busy" };
+    if (outcome === "exists") return { ok: true, queryId, status: record.status, replayed: true, reused: false };
     reached = "state";
     // After create: once in line, the query may be sent by another query's end, and must exist to be claimed.
     const entered = await userQueriesStub(env, ownerUserId).enter(queryId, share);
     if (!entered.ok) {
-      await withdraw(env, row, "state");
+      await withdraw(env, row, "state", attempt);
       return { ok: false, reason: "too_many_waiting", waiting: entered.waiting };
     }
     reached = "line";
     if (entered.admitted) await env.QUERY_QUEUE.send({ queryId } satisfies QueryMessage);
-    return { ok: true, queryId, status: record.status, replayed: false, reused: false };
   } catch (error) {
     console.error(JSON.stringify({ queryId, step: `submit (after the ${reached})`, error: String(error) }));
-    await withdraw(env, row, reached);
+    await withdraw(env, row, reached, attempt);
     return { ok: false, reason: "not_queued" };
+  }
+  if (attempt) await accept(env, queryId, attempt);
+  return { ok: true, queryId, status: "queued", replayed: false, reused: false };
+}
+
+/** Ends this attempt's hold on the state; if that fails, other submits with the key wait out SUBMIT_HOLD_MS. */
+async function accept(env: Env, queryId: string, attempt: string): Promise<void> {
+  try {
+    await queryStub(env, queryId).accept(attempt);
+  } catch (error) {
+    console.error(JSON.stringify({ queryId, step: "accept the submit", error: String(error) }));
   }
 }
 
 /**
  * Takes back a submit that did not complete: its place in line, its state,
- * its row, each on its own. What cannot be taken back is finished by a retry
+ * its row, each on its own; the row stays when another attempt with the key
+ * has taken the state over. What cannot be taken back is finished by a retry
  * with the same key (a row without state is submitted again), or by the
  * state's alarm (a state without its place in line is put back in line).
  */
-async function withdraw(env: Env, row: QueryRow, reached: "row" | "state" | "line"): Promise<void> {
+async function withdraw(
+  env: Env,
+  row: QueryRow,
+  reached: "row" | "state" | "line",
+  attempt: string | undefined,
+): Promise<void> {
+  let taken = false;
   const steps: [string, () => Promise<void>][] = [];
   // An `enter` whose answer was lost may have put it in line, as a `create` may have made the state.
   if (reached !== "row") steps.push(["leave the line", () => userQueriesStub(env, row.ownerUserId).leave(row.queryId)]);
-  steps.push(["discard the state", () => queryStub(env, row.queryId).discard()]);
-  steps.push(["delete the row", () => deleteQuery(env.DB, row.queryId)]);
+  steps.push([
+    "discard the state",
+    async () => {
+      taken = !(await queryStub(env, row.queryId).discard(attempt));
+    },
+  ]);
+  steps.push(["delete the row", async () => void (taken || (await deleteQuery(env.DB, row.queryId)))]);
   for (const [step, run] of steps) {
     try {
       await run();

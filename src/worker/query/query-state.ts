@@ -40,6 +40,12 @@ export interface LiveQuery {
   callback?: boolean;
   /** Its end has been handed to the webhook queue. */
   announced?: boolean;
+  /**
+   * The submit that created it has not yet put it in line: another submit
+   * with its Idempotency-Key is told to come back rather than given a
+   * QueryId the first may still take back (absent: accepted).
+   */
+  submitting?: { attempt: string; since: number } | null;
 }
 
 /** A step that may be refused: the state after it, or the state that refused it (null: no such query). */
@@ -164,33 +170,66 @@ export class QueryState extends DurableObject<Env> {
     }
   }
 
-  /** Records a new query as queued (`created`); calling it again returns the first state unchanged. */
+  /**
+   * Records a new query as queued (`created`); calling it again returns the
+   * first state unchanged (`exists`). With an `attempt`, the state stays
+   * the attempt's until `accept`: another attempt meanwhile is `busy`, unless
+   * the first has held it for SUBMIT_HOLD_MS (its request died), when the
+   * new attempt takes it over (`created`).
+   */
   async create(init: {
     queryId: string;
     ownerUserId: string;
     limits: QueryLimits;
     callback?: boolean;
-  }): Promise<{ created: boolean; record: LiveQuery }> {
+    attempt?: string;
+  }): Promise<{ outcome: "created" | "exists" | "busy"; record: LiveQuery }> {
+    const { attempt, ...fields } = init;
+    const submitting = attempt ? { attempt, since: Date.now() } : null;
     const existing = await this.load();
-    if (existing) return { created: false, record: existing };
+    if (existing) {
+      const held = existing.submitting;
+      // Once it left the queue, whoever submitted it had put it in line.
+      if (!held || held.attempt === attempt || existing.status !== "queued")
+        return { outcome: "exists", record: existing };
+      if (Date.now() - held.since < SUBMIT_HOLD_MS) return { outcome: "busy", record: existing };
+      const taken = { ...existing, submitting };
+      await this.ctx.storage.put(KEY, taken);
+      return { outcome: "created", record: taken };
+    }
     const record: LiveQuery = {
-      ...init,
-      callback: init.callback ?? false,
+      ...fields,
+      callback: fields.callback ?? false,
       announced: false,
       status: "queued",
       message: "Queued; waiting for a worker to run it.",
       updatedAt: isoSeconds(nowSeconds()),
       figures: null,
       published: false,
+      submitting,
     };
     await this.ctx.storage.put(KEY, record);
     await this.ctx.storage.setAlarm(Date.now() + QUEUED_CHECK_MS);
-    return { created: true, record };
+    return { outcome: "created", record };
   }
 
-  /** Forgets a query that was never accepted (its owner's line was full, or its submit failed part way). */
-  async discard(): Promise<void> {
+  /** The attempt that created the state has put it in line: submits with its key get its QueryId from now on. */
+  async accept(attempt: string): Promise<void> {
+    const record = await this.load();
+    if (record?.submitting?.attempt === attempt) await this.ctx.storage.put(KEY, { ...record, submitting: null });
+  }
+
+  /**
+   * Forgets a query that was never accepted (its owner's line was full, or
+   * its submit failed part way); false, keeping it, when another attempt has
+   * taken it over.
+   */
+  async discard(attempt?: string): Promise<boolean> {
+    const record = await this.load();
+    const held = record?.submitting;
+    if (held && attempt && held.attempt !== attempt) return false;
     await this.ctx.storage.deleteAll();
+    return true;
   }
 
   /** The query's state, or null if it was never created; an end the D1 row does not have yet is handed on first. */
@@ -329,6 +368,8 @@ export class QueryState extends DurableObject<Env> {
 
 /** The watchdog waits this long beyond the time limit, so a run that ends on time is never failed by it. */
 const WATCHDOG_GRACE_MS = 30_000;
+/** A submit holds its query's state this long at most before another with its Idempotency-Key may take it over. */
+const SUBMIT_HOLD_MS = 60_000;
 /** How often a query still queued checks that it is not lost (a request that died between its steps, say). */
 const QUEUED_CHECK_MS = 10 * 60_000;
 /** After a failed write of its end to D1 (or to the webhook queue), the object tries again this much later. */

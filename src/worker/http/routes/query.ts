@@ -65,6 +65,7 @@ queryRoutes.openapi(
         ],
         [413, "A body larger than Sql and Parameters at their length limit can be"],
         [401, "Missing or invalid access token"],
+        [409, "A submit with this Idempotency-Key is still being queued; send it again after Retry-After"],
         [
           429,
           "Too many of your queries are waiting (QUERY_MAX_QUEUED_PER_USER), or too many requests; see Retry-After",
@@ -97,6 +98,12 @@ queryRoutes.openapi(
       if (submitted.reason === "idempotency_conflict")
         throw badRequest(
           "This Idempotency-Key was already used for different SQL or Parameters; use a new key for a new query.",
+        );
+      if (submitted.reason === "idempotency_busy")
+        throw new ApiError(
+          409,
+          "A submit with this Idempotency-Key is still being queued; send it again in a moment to get its QueryId.",
+          { "Retry-After": "1" },
         );
       if (submitted.reason === "too_many_waiting")
         throw new ApiError(
