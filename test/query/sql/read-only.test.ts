@@ -116,6 +116,13 @@ describe("checkReadOnly", () => {
       );
     });
 
+    it("should name a write SQLite cannot prepare as a write, not by SQLite's complaint about it", () => {
+      expect(refusal("WITH x AS (SELECT 1) DELETE FROM x")).toBe(`${ONLY_READ_ONLY}; this is a WITH … DELETE`);
+      expect(refusal("INSERT INTO nowhere VALUES (1)")).toBe(`${ONLY_READ_ONLY}; this is an INSERT`);
+      expect(refusal("SELECT * FROM nowhere")).toMatch(/no such table: nowhere/);
+      expect(refusal("SELEC 1")).toMatch(/syntax error/);
+    });
+
     it("should refuse a keyword written in any case", () => {
       expect(refusal("dElEtE FROM t0")).toBe(`${ONLY_READ_ONLY}; this is a DELETE`);
     });

@@ -4,6 +4,28 @@ import { asciiUpperCase, isKeyword, isOperator, significantTokens, tokenize, typ
 export type ReadOnlyCheck = { ok: true } | { ok: false; message: string };
 
 const ONLY_READ_ONLY = "Only read-only queries (SELECT, WITH … SELECT, VALUES) are allowed";
+// SQLite's statements other than SELECT, VALUES and WITH, by their first word.
+const OTHER_STATEMENTS = [
+  "ALTER",
+  "ANALYZE",
+  "ATTACH",
+  "BEGIN",
+  "COMMIT",
+  "CREATE",
+  "DELETE",
+  "DETACH",
+  "DROP",
+  "END",
+  "INSERT",
+  "PRAGMA",
+  "REINDEX",
+  "RELEASE",
+  "REPLACE",
+  "ROLLBACK",
+  "SAVEPOINT",
+  "UPDATE",
+  "VACUUM",
+];
 // Words that, after CREATE, DROP or ALTER, say what is created, dropped or altered.
 const OBJECT_WORDS = ["TEMP", "TEMPORARY", "UNIQUE", "VIRTUAL", "TABLE", "VIEW", "INDEX", "TRIGGER"];
 
@@ -37,12 +59,26 @@ export function checkReadOnly(db: Database, sql: string): ReadOnlyCheck {
   } catch (error) {
     const message = error instanceof Error ? error.message : String(error);
     if (statements > 0) return { ok: false, message: `Only one statement is allowed; found at least 2 (${message})` };
-    return { ok: false, message };
+    // A write SQLite could not prepare (`WITH x AS (…) DELETE FROM x`: "no such table") is named as a write.
+    return isOtherStatement(sql) ? checkKind(sql) : { ok: false, message };
   }
   if (statements === 0) return { ok: false, message: "The query holds no SQL statement" };
   if (statements > 1) return { ok: false, message: `Only one statement is allowed; found ${statements}` };
-
   // After SQLite has parsed the text, so that syntax errors carry SQLite's own message.
+  return checkKind(sql);
+}
+
+/** Whether the text starts as a statement other than a query would (INSERT, WITH … DELETE, PRAGMA, …). */
+function isOtherStatement(sql: string): boolean {
+  const tokenized = tokenize(sql);
+  if (!tokenized.ok) return false;
+  const tokens = significantTokens(tokenized.tokens);
+  const main = isKeyword(tokens[0], "WITH") ? statementAfterWith(tokens) : tokens[0];
+  return isKeyword(main, ...OTHER_STATEMENTS);
+}
+
+/** The statement's kind, from its first significant token (for WITH, the statement the WITH leads to). */
+function checkKind(sql: string): ReadOnlyCheck {
   const tokenized = tokenize(sql);
   if (!tokenized.ok) return { ok: false, message: tokenized.message };
   const tokens = significantTokens(tokenized.tokens).filter((token) => token.kind !== "semicolon");
