@@ -184,4 +184,19 @@ describe("fair sharing of the engine", () => {
     }
     expect(status.Status).toBe("succeeded");
   });
+
+  it("should put a queued query in line when its check comes, even if its owner's share was never stored", async () => {
+    // The submit's `enter` failed before the share was stored, and taking the state back failed too.
+    const [lost] = await submitMany(1);
+    await runInDurableObject(slotsObject(user), async (_instance, state) => state.storage.deleteAll());
+
+    expect(await runDurableObjectAlarm(stateOf(lost!))).toBe(true);
+
+    let status = await statusVia(user.accessToken, lost!);
+    for (let tries = 0; tries < 100 && status.Status !== "succeeded"; tries++) {
+      await new Promise((resolve) => setTimeout(resolve, 100));
+      status = await statusVia(user.accessToken, lost!);
+    }
+    expect(status.Status).toBe("succeeded");
+  });
 });

@@ -1,5 +1,5 @@
 import { DurableObject } from "cloudflare:workers";
-import type { FairShare } from "../config";
+import { settings, type FairShare } from "../config";
 import type { QueryMessage } from "./queries";
 
 const KEY = "slots";
@@ -96,12 +96,14 @@ export class UserQueries extends DurableObject<Env> {
   /**
    * A query still queued after a long while: sent again if it holds a slot
    * (a request that died before sending it; a second delivery is claimed
-   * once), put back in line if its slot was taken back, left alone if it waits.
+   * once), put back in line if its slot was taken back (or it never had
+   * one), left alone if it waits.
    */
   recover(queryId: string): Promise<void> {
     return this.exclusive(async () => {
-      if (!(await this.ctx.storage.get<Slots>(KEY))) return;
-      const slots = await this.load();
+      // No share stored: the submit's `enter` never got through; the deployment's share applies.
+      const stored = await this.ctx.storage.get<Slots>(KEY);
+      const slots = await this.load(stored ? undefined : settings(this.env).fairShare);
       if (slots.waiting.includes(queryId)) return;
       if (slots.admitted.some((slot) => slot.queryId === queryId)) {
         await this.env.QUERY_QUEUE.send({ queryId } satisfies QueryMessage);
