@@ -71,6 +71,7 @@ export default defineConfig(async () => {
             name: "e2e",
             include: ["test/e2e/**/*.e2e.ts"],
             environment: "node",
+            globalSetup: ["test/e2e/support/global-scratch.ts"],
             testTimeout: 120_000,
             hookTimeout: 180_000,
           },

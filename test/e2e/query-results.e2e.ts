@@ -1,11 +1,10 @@
 import { DuckDBInstance, type DuckDBConnection, type DuckDBInstance as Instance } from "@duckdb/node-api";
 import { tableFromIPC } from "apache-arrow";
-import { mkdtempSync, readFileSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { DqsClient, MemoryTokenStore } from "../../src/sdk";
-import { buildCli, runCli, temporaryHome } from "./support/cli-run";
+import { buildCli, runCli, scratchDir, temporaryHome } from "./support/cli-run";
 import { httpLogin } from "./support/http-login";
 import { startWranglerDev, type DevServer } from "./support/wrangler-dev";
 
@@ -79,7 +78,7 @@ beforeAll(async () => {
   });
   await client.createDataset(ACCOUNT, "results");
   await client.upload(ACCOUNT, "results", "items", itemCsv());
-  work = mkdtempSync(join(tmpdir(), "dqs-results-"));
+  work = scratchDir("dqs-results-");
   duck = await DuckDBInstance.create(":memory:");
   db = await duck.connect();
 });

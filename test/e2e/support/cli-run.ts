@@ -1,10 +1,24 @@
 import { spawn, spawnSync, type ChildProcess } from "node:child_process";
-import { mkdtempSync, readFileSync, statSync } from "node:fs";
+import { mkdtempSync, readFileSync, rmSync, statSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { stripVTControlCharacters } from "node:util";
 
 const ROOT = resolve(import.meta.dirname, "../../..");
+
+const scratch: string[] = [];
+// Outside a test run (the bench), removed when the process ends.
+process.on("exit", () => {
+  for (const dir of scratch) rmSync(dir, { recursive: true, force: true });
+});
+
+/** A new temporary directory: inside the e2e run's (test/e2e/support/global-scratch.ts), else the system's. */
+export function scratchDir(prefix: string): string {
+  const inRun = process.env.DQS_TEST_SCRATCH;
+  const dir = mkdtempSync(join(inRun ?? tmpdir(), prefix));
+  if (!inRun) scratch.push(dir);
+  return dir;
+}
 
 /** What one run of `dqs` printed, and how it exited. */
 export interface CliResult {
@@ -18,7 +32,7 @@ export interface CliResult {
  * build:cli` (and so `prepare`) does, into a temporary file; returns its path.
  */
 export function buildCli(): string {
-  const outfile = join(mkdtempSync(join(tmpdir(), "dqs-cli-")), "dqs.mjs");
+  const outfile = join(scratchDir("dqs-cli-"), "dqs.mjs");
   const build = spawnSync(process.execPath, [join(ROOT, "src/cli/build.mjs"), outfile], {
     cwd: ROOT,
     encoding: "utf8",
@@ -29,7 +43,7 @@ export function buildCli(): string {
 
 /** A temporary HOME for one test's token file. */
 export function temporaryHome(): string {
-  return mkdtempSync(join(tmpdir(), "dqs-home-"));
+  return scratchDir("dqs-home-");
 }
 
 /** The token file the CLI keeps under a HOME (interface §5 item 8). */
