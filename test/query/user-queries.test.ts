@@ -52,6 +52,16 @@ async function statusVia(token: string, queryId: string): Promise<QueryStatusDat
   return (await readEnvelope<QueryStatusData>(response, 200)).Data;
 }
 
+/** The query's status once it has succeeded, or after 10 s of asking. */
+async function settled(token: string, queryId: string): Promise<QueryStatusData> {
+  let status = await statusVia(token, queryId);
+  for (let tries = 0; tries < 100 && status.Status !== "succeeded"; tries++) {
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    status = await statusVia(token, queryId);
+  }
+  return status;
+}
+
 async function submitMany(count: number): Promise<string[]> {
   const ids: string[] = [];
   for (let i = 0; i < count; i++) ids.push(await submitOk(user.accessToken, `SELECT ${i} AS n`, service));
@@ -177,12 +187,7 @@ describe("fair sharing of the engine", () => {
     expect(await runDurableObjectAlarm(stateOf(lost!))).toBe(true);
 
     // Sent again to the real local queue, whose consumer runs it.
-    let status = await statusVia(user.accessToken, lost!);
-    for (let tries = 0; tries < 100 && status.Status !== "succeeded"; tries++) {
-      await new Promise((resolve) => setTimeout(resolve, 100));
-      status = await statusVia(user.accessToken, lost!);
-    }
-    expect(status.Status).toBe("succeeded");
+    expect((await settled(user.accessToken, lost!)).Status).toBe("succeeded");
   });
 
   it("should put a queued query in line when its check comes, even if its owner's share was never stored", async () => {
@@ -192,11 +197,6 @@ describe("fair sharing of the engine", () => {
 
     expect(await runDurableObjectAlarm(stateOf(lost!))).toBe(true);
 
-    let status = await statusVia(user.accessToken, lost!);
-    for (let tries = 0; tries < 100 && status.Status !== "succeeded"; tries++) {
-      await new Promise((resolve) => setTimeout(resolve, 100));
-      status = await statusVia(user.accessToken, lost!);
-    }
-    expect(status.Status).toBe("succeeded");
+    expect((await settled(user.accessToken, lost!)).Status).toBe("succeeded");
   });
 });
