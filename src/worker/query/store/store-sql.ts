@@ -22,24 +22,33 @@ export function renameTables(sql: string, tables: ReadonlyMap<string, string>): 
   return out + sql.slice(at);
 }
 
+/** A Durable Object's SQLite allows at most this many columns in a table or in any SELECT's result. */
+export const STORE_MAX_COLUMNS = 100;
+
 /**
  * The query wrapped so that each result value comes back as SQLite's
  * `quote()` of it, which tells INTEGER from REAL and keeps 64-bit integers
- * whole (a Durable Object's numbers cannot), and, for text holding a NUL
- * (where `quote()` stops), the text itself. The common table expression
- * takes the query's column count (known from the sql.js check), and only a
- * SELECT or VALUES can stand inside it. The two `LIMIT -1` keep SQLite from
- * flattening the query into the wrapper, which would evaluate each result
- * expression once per reference (`random()` would differ between the two);
- * the query's own ORDER BY still decides the order of the rows.
+ * whole (a Durable Object's numbers cannot), or, for text holding a NUL
+ * (where `quote()` stops), as `~` and the text: one column per result
+ * column. The common table expression takes the query's column count
+ * (known from the sql.js check), and only a SELECT or VALUES can stand
+ * inside it. The two `LIMIT -1` keep SQLite from flattening the query into
+ * the wrapper, which would evaluate each result expression once per
+ * reference (`random()` would differ between the two); the query's own
+ * ORDER BY still decides the order of the rows.
  */
 export function quotedResultSql(sql: string, columnCount: number): string {
   const names = Array.from({ length: columnCount }, (_, i) => `"c${i}"`);
   const body = statementBody(sql);
   const values = names.map(
-    (n) => `quote(${n}), CASE WHEN typeof(${n}) = 'text' AND instr(${n}, char(0)) > 0 THEN ${n} END`,
+    (n) => `CASE WHEN typeof(${n}) = 'text' AND instr(${n}, char(0)) > 0 THEN '~' || ${n} ELSE quote(${n}) END`,
   );
   return `WITH "__dqs_result"(${names.join(",")}) AS (SELECT * FROM (\n${body}\n) LIMIT -1)\nSELECT ${values.join(", ")} FROM "__dqs_result" LIMIT -1`;
+}
+
+/** Reads one row of quotedResultSql's result into `values` and `classes`. */
+export function unquoteRow(row: readonly unknown[], values: unknown[], classes: StorageClass[]): void {
+  for (let i = 0; i < values.length; i++) [values[i], classes[i]] = unquote(row[i] as string);
 }
 
 /** The statement up to its last token: without a trailing `;` or comment, it fits inside parentheses or after AS. */
@@ -61,14 +70,14 @@ export function hasMoreThanOneStatement(sql: string): boolean {
   return firstSemicolon !== -1 && tokens.slice(firstSemicolon).some((token) => token.kind !== "semicolon");
 }
 
-/** One value of a quoted result (see quotedResultSql): its quote() text, and the text itself if it holds a NUL. */
-export function unquote(text: string, whole: unknown): [unknown, StorageClass] {
+/** One value of a quoted result (see quotedResultSql). */
+function unquote(text: string): [unknown, StorageClass] {
   const first = text.charCodeAt(0);
   if (first === 39 /* ' */) {
-    if (typeof whole === "string") return [whole, StorageClass.Text];
     const inner = text.slice(1, -1);
     return [inner.includes("''") ? inner.replace(/''/g, "'") : inner, StorageClass.Text];
   }
+  if (first === 126 /* ~ */) return [text.slice(1), StorageClass.Text];
   if (text === "NULL") return [null, StorageClass.Null];
   if ((first === 88 || first === 120) /* X */ && text.charCodeAt(1) === 39)
     return [fromHex(text.slice(2, -1)), StorageClass.Blob];

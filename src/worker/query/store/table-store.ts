@@ -13,7 +13,7 @@ import type { BoundValue } from "../sql/parameters";
 import { tokenize } from "../sql/tokenizer";
 import { quoteIdentifier, type TableLayout } from "../table-layout";
 import { fillTable, type StoreSql } from "./fill-table";
-import { hasMoreThanOneStatement, quotedResultSql, renameTables, unquote } from "./store-sql";
+import { hasMoreThanOneStatement, quotedResultSql, renameTables, STORE_MAX_COLUMNS, unquoteRow } from "./store-sql";
 
 const BUILT_KEY = "built";
 /** Internal table names, as the engine writes them (t0, t1, …); anything else in a request is refused. */
@@ -141,6 +141,8 @@ export class TableStore extends DurableObject<Env> {
     if (!built) return { ok: false, cancelled: false, transient: true, message: "the table store is not built" };
     const refused = refusal(request);
     if (refused) return { ok: false, cancelled: false, message: refused };
+    if (request.names.length > STORE_MAX_COLUMNS)
+      return { ok: false, cancelled: false, message: tooManyColumns(request.names.length) };
     this.dropLeftovers();
     const started = Date.now();
     const deadline = started + request.timeLeftMs;
@@ -180,8 +182,8 @@ export class TableStore extends DurableObject<Env> {
       };
     } finally {
       for (const name of broughtIn) {
-        this.ctx.storage.sql.exec(`DROP TABLE IF EXISTS ${quoteIdentifier(name)}`);
         this.broughtIn.delete(name);
+        this.dropTable(name);
       }
     }
   }
@@ -192,14 +194,30 @@ export class TableStore extends DurableObject<Env> {
     return { sql: storage.sql, transactionSync: (run) => storage.transactionSync(run) };
   }
 
-  /** Drops the tables a query brought in before the object stopped under it (no running query owns them). */
+  /**
+   * Drops the tables queries brought in that no running query owns: those
+   * of a query whose own drop could not be done, or that the object stopped
+   * under.
+   */
   private dropLeftovers(): void {
-    const { sql } = this.ctx.storage;
-    const tables = sql.exec<{ name: string }>(
+    const tables = this.ctx.storage.sql.exec<{ name: string }>(
       "SELECT name FROM sqlite_master WHERE type = 'table' AND name GLOB 'q_*'",
     );
-    for (const { name } of tables.toArray())
-      if (!this.broughtIn.has(name)) sql.exec(`DROP TABLE IF EXISTS ${quoteIdentifier(name)}`);
+    for (const { name } of tables.toArray()) if (!this.broughtIn.has(name)) this.dropTable(name);
+  }
+
+  /**
+   * Drops a brought-in table, unless SQLite cannot yet: a statement still
+   * open on the store (another query's, or one that stopped between rows,
+   * until its cursor is collected) keeps DROP TABLE locked. A later query
+   * drops it then.
+   */
+  private dropTable(name: string): void {
+    try {
+      this.ctx.storage.sql.exec(`DROP TABLE IF EXISTS ${quoteIdentifier(name)}`);
+    } catch (error) {
+      if (!/SQLITE_LOCKED|locked/i.test(String(error))) throw error;
+    }
   }
 
   /**
@@ -220,6 +238,8 @@ export class TableStore extends DurableObject<Env> {
       },
     );
     if (!stream) throw new Stop(`Failed: the data of ${other.source.name} was deleted while the query ran.`);
+    const width = other.columns?.length ?? other.source.layout.columns.length;
+    if (width > STORE_MAX_COLUMNS) throw new Stop(tooManyColumns(width, other.source.name));
     const { sql } = this.ctx.storage;
     const filled = await fillTable(
       this.storeSql(),
@@ -260,7 +280,7 @@ export class TableStore extends DurableObject<Env> {
     };
     await checkpoint();
     for (let row = cursor.first; row; row = next(cursor.rest)) {
-      for (let i = 0; i < values.length; i++) [values[i], classes[i]] = unquote(row[2 * i] as string, row[2 * i + 1]);
+      unquoteRow(row, values, classes);
       await writer.row(values, classes);
       if (writer.rowCount % CHECK_EVERY_ROWS === 0 || Date.now() - lastCheck >= CHECK_EVERY_MS) await checkpoint();
     }
@@ -330,6 +350,13 @@ function sqliteMessage(error: unknown): string {
 function next(cursor: Iterator<unknown[]>): unknown[] | null {
   const step = cursor.next();
   return step.done ? null : step.value;
+}
+
+/** A query's result, or what it uses of another item, wider than a store's SQLite allows. */
+function tooManyColumns(count: number, of?: string): string {
+  return of
+    ? `Failed: a table store can bring in at most ${STORE_MAX_COLUMNS} columns of ${of} for a query; this one uses ${count}. Name fewer of its columns.`
+    : `Failed: a query in a table store can return at most ${STORE_MAX_COLUMNS} columns; this one returns ${count}. Select fewer columns.`;
 }
 
 function storeFull(maxStoreBytes: number): Stop {

@@ -1,0 +1,134 @@
+import { env } from "cloudflare:workers";
+import { describe, expect, it } from "vitest";
+import { tableStoreStub } from "../../../src/worker/query/store/store-state";
+import { tableLayout } from "../../../src/worker/query/table-layout";
+import { randomToken } from "../../../src/worker/util/crypto";
+import { limitsWith, MemorySource, runEngine, storedSchema, type MemoryItem } from "../../support/engine";
+import { storeTables } from "../../support/store";
+
+// What a hostile probe of the table store found (issue 12): queries that
+// stop part way, wide results, builds that cannot succeed, and two queries
+// on one store at once.
+
+const BIG: MemoryItem = {
+  columns: [
+    ["n", "INTEGER"],
+    ["label", "STRING"],
+  ],
+  data: "n,label\n" + Array.from({ length: 3000 }, (_, i) => `${i + 1},label ${i + 1}`).join("\n") + "\n",
+};
+const SMALL: MemoryItem = {
+  columns: [
+    ["k", "INTEGER"],
+    ["note", "STRING"],
+  ],
+  data: "k,note\n1,one\n2,two\n",
+};
+const ITEMS: Record<string, MemoryItem> = { "a.d.big": BIG, "a.d.small": SMALL };
+const JOIN = "SELECT count(*) FROM a.d.big JOIN a.d.small ON n = k";
+
+function wide(columns: number): MemoryItem {
+  const names = Array.from({ length: columns }, (_, i) => `c${i}`);
+  return {
+    columns: names.map((name) => [name, "INTEGER"] as const),
+    data: `${names.join(",")}\n${names.map((_, i) => i).join(",")}\n`,
+  };
+}
+
+describe("a table store after a query stopped between rows", () => {
+  it("should still run a join once a query on it stopped at QUERY_MAX_RESULT_ROWS", async () => {
+    const source = new MemorySource(ITEMS, "store");
+    const stopped = await runEngine("SELECT n FROM a.d.big", ITEMS, { source, limits: { maxResultRows: 5 } });
+    expect(stopped.outcome).toMatchObject({ engine: "store", ok: false });
+
+    const join = await runEngine(JOIN, ITEMS, { source });
+
+    expect(join.outcome).toMatchObject({ engine: "store", ok: true });
+    expect(join.csv).toBe("count(*)\n2\n");
+  });
+});
+
+describe("result width in a table store", () => {
+  it("should return 60 result columns, as sql.js does", async () => {
+    const items = { "a.d.wide": wide(60) };
+    const inSqlJs = await runEngine("SELECT * FROM a.d.wide", items, { mode: "csv" });
+    const inStore = await runEngine("SELECT * FROM a.d.wide", items, { mode: "store" });
+
+    expect(inSqlJs.outcome).toMatchObject({ engine: "sqljs", ok: true });
+    expect(inStore.outcome).toMatchObject({ engine: "store", ok: true });
+    expect(inStore.csv).toBe(inSqlJs.csv);
+  });
+
+  it("should fail a result wider than a store's SQLite allows with a message naming the limit", async () => {
+    const items = { "a.d.wide": wide(60) };
+
+    const inStore = await runEngine("SELECT *, * FROM a.d.wide", items, { mode: "store" });
+
+    expect(inStore.outcome).toMatchObject({
+      engine: "store",
+      ok: false,
+      message:
+        "Failed: a query in a table store can return at most 100 columns; this one returns 120. Select fewer columns.",
+    });
+  });
+
+  it("should keep text with a NUL, blobs, REAL and NULL values as sql.js does", async () => {
+    const items = { "a.d.wide": wide(3) };
+    const sql = "SELECT *, 'a' || char(0) || 'b' AS nul, x'00ff' AS blob, 1.5 AS half, NULL AS empty FROM a.d.wide";
+    const inSqlJs = await runEngine(sql, items, { mode: "csv" });
+    const inStore = await runEngine(sql, items, { mode: "store" });
+
+    expect(inSqlJs.outcome).toMatchObject({ engine: "sqljs", ok: true });
+    expect(inStore.outcome).toMatchObject({ engine: "store", ok: true });
+    expect(inStore.csv).toBe(inSqlJs.csv);
+  });
+});
+
+describe("a store that cannot be built", () => {
+  it("should answer a failed build (not throw, which the queue retries and leaves 'building' for good) for 150 columns", async () => {
+    const item = wide(150);
+    const objectKey = `test-probe/${randomToken(8)}/wide.csv`;
+    await env.BUCKET.put(objectKey, item.data as string);
+    const source = { objectKey, layout: tableLayout(storedSchema(item)), rows: 1, name: "wide.csv" };
+
+    const built = await tableStoreStub(env, objectKey)
+      .build(source, limitsWith().maxStoreBytes)
+      .catch((error: unknown) => ({ thrown: String(error) }));
+
+    expect(built).toMatchObject({ ok: false });
+    expect(await storeTables(objectKey)).toEqual([]);
+  });
+
+  it("should answer a failed build for a row whose INSERT is longer than a statement may be", async () => {
+    const names = Array.from({ length: 50 }, (_, i) => `c${i}`);
+    const item: MemoryItem = {
+      columns: names.map((name) => [name, "STRING"] as const),
+      data: `${names.join(",")}\n${names.map(() => "x".repeat(1999)).join(",")}\n`,
+    };
+    const objectKey = `test-probe/${randomToken(8)}/long.csv`;
+    await env.BUCKET.put(objectKey, item.data as string);
+    const source = { objectKey, layout: tableLayout(storedSchema(item)), rows: 1, name: "long.csv" };
+
+    const built = await tableStoreStub(env, objectKey)
+      .build(source, limitsWith().maxStoreBytes)
+      .catch((error: unknown) => ({ thrown: String(error) }));
+
+    expect(built).toMatchObject({ ok: true, rows: 1 });
+  });
+});
+
+describe("two queries on one store at once", () => {
+  it("should run a join while another query on the same store streams its rows", async () => {
+    const source = new MemorySource(ITEMS, "store");
+    await runEngine("SELECT 1 FROM a.d.big LIMIT 1", ITEMS, { source }); // builds the stores first
+
+    const [streaming, join] = await Promise.all([
+      runEngine("SELECT a.n, b.label FROM a.d.big a JOIN a.d.big b ON b.n <= 20", ITEMS, { source }),
+      runEngine(JOIN, ITEMS, { source }),
+    ]);
+
+    expect(streaming.outcome).toMatchObject({ engine: "store", ok: true, rowCount: 60_000 });
+    // A query's await (R2 writes, the checkpoint's timer) lets the other one's DROP TABLE meet an open cursor.
+    expect(join.outcome).toMatchObject({ engine: "store", ok: true });
+  });
+});
