@@ -7,6 +7,7 @@ import { isoSeconds, nowSeconds } from "../util/time";
 import { buildColumnImages } from "./engine/build-images";
 import { IMAGE_FORMAT, VALUES_PER_RECORD, type ColumnImages } from "./engine/column-images";
 import { TransientError } from "./run-limits";
+import { STORE_MAX_COLUMNS } from "./store/store-sql";
 import { parseTableStoreState, tableStoreStub, type TableStoreState } from "./store/store-state";
 import { parseTableLayout } from "./table-layout";
 import { openObjectStream } from "../storage/object-stream";
@@ -27,19 +28,28 @@ const BUILD_ABANDONED_AFTER_SECONDS = 24 * 3600;
 export type PrepareOutcome = "built" | "stale" | "already built" | { failed: string };
 
 /**
- * Prepares one version of a data item for queries: a table store when it
- * has at least TABLE_STORE_MIN_ROWS rows, column images otherwise.
+ * Prepares one version of a data item for queries: a table store when
+ * getsTableStore, column images otherwise.
  */
 export async function prepareItem(env: Env, message: PrepareMessage): Promise<PrepareOutcome> {
   const item = await findDataItem(env.DB, message.prepare.datasetId, message.prepare.name);
   if (!item || item.version !== message.prepare.version) return "stale";
-  if (
-    message.storeMinRows !== undefined &&
-    message.maxStoreBytes !== undefined &&
-    item.rowCount >= message.storeMinRows
-  )
+  if (message.maxStoreBytes !== undefined && getsTableStore(item, message.storeMinRows))
     return prepareTableStore(env, item, message.maxStoreBytes);
   return prepareColumnImages(env, item, message.memoryBudgetBytes);
+}
+
+/**
+ * Whether a version gets a table store: at least TABLE_STORE_MIN_ROWS rows,
+ * and no more columns than a store's SQLite takes in a table (wider items
+ * keep column images and sql.js).
+ */
+function getsTableStore(item: DataItemRecord, storeMinRows: number | undefined): boolean {
+  return (
+    storeMinRows !== undefined &&
+    item.rowCount >= storeMinRows &&
+    parseTableLayout(item.schema).columns.length <= STORE_MAX_COLUMNS
+  );
 }
 
 /**
@@ -143,7 +153,7 @@ export async function requestPreparation(env: Env, item: { datasetId: string; na
     if (!current || current.columnImages || current.tableStore) return;
     const message: PrepareMessage = { prepare: { ...item, version: current.version }, ...prepareSettings(env) };
     // From now on a query that needs the store waits for it rather than trying sql.js first.
-    if (current.rowCount >= message.storeMinRows!)
+    if (getsTableStore(current, message.storeMinRows))
       await recordTableStore(env.DB, message.prepare, JSON.stringify({ state: "building" }), "none");
     await env.BUILD_QUEUE.send(message);
   } catch (error) {

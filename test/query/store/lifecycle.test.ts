@@ -163,6 +163,23 @@ describe("building a table store", () => {
     expect(await tableStoreStub(env, await objectKeyOf(item)).rows()).toBeNull();
   });
 
+  it("should give an item wider than a store's tables may be column images instead, and query it in sql.js", async () => {
+    const names = Array.from({ length: 101 }, (_, i) => `c${i}`);
+    const wide = [names, ...Array.from({ length: 12 }, (_, row) => names.map((_, i) => row * i))]
+      .map((cells) => cells.join(","))
+      .join("\n");
+    const item = await newQueuedItem(owner, "store", "wide", (path) => uploadTo(path, `${wide}\n`));
+
+    expect(outcomeOf(await deliver(item.queue.sent))).toEqual({ acked: 1, retried: [] });
+
+    const storage = await storageOf(item);
+    expect(storage.TableStore).toBeNull();
+    expect(storage.ColumnImageBytes).toHaveLength(101);
+    const run = await runSql(owner.accessToken, `SELECT count(*), sum(c100) FROM ${item.table}`);
+    expect(engineOf(run)).toBe("sqljs");
+    expect(run.csv).toBe("count(*),sum(c100)\n12,6600\n");
+  });
+
   it("should fill the store, record it ready with its rows and bytes, and build no column images", async () => {
     const item = await newItem();
 

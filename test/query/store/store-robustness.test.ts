@@ -85,7 +85,7 @@ describe("result width in a table store", () => {
 });
 
 describe("a store that cannot be built", () => {
-  it("should answer a failed build (not throw, which the queue retries and leaves 'building' for good) for 150 columns", async () => {
+  it("should answer a failed build (not throw, which the queue retries and leaves 'building' for good) when SQLite refuses the table", async () => {
     const item = wide(150);
     const objectKey = `test-probe/${randomToken(8)}/wide.csv`;
     await env.BUCKET.put(objectKey, item.data as string);

@@ -23,7 +23,7 @@ export interface StoreSql {
  * Rows go in as multi-row INSERTs with the values written as SQL literals
  * (a statement binds at most 100 values, so binding would allow a few rows
  * a statement), committed every ROWS_PER_TRANSACTION rows. A row whose
- * statement would still be too long fails the build with SQLite's message.
+ * statement would still be too long as literals has its text values bound.
  */
 export async function fillTable(
   store: StoreSql,
@@ -35,15 +35,21 @@ export async function fillTable(
   const { positions, types, definitions } = selectColumns(source.layout, wanted);
   store.sql.exec(`CREATE TABLE ${quoteIdentifier(table)} (${definitions.join(", ")})`);
   const inserts = new InsertBatcher(store, `INSERT INTO ${quoteIdentifier(table)} VALUES `);
-  const loaded = await readStoredCsv(source.stream, { name: source.name, layout: source.layout }, guard, (row) => {
-    if (positions.length === 0) return inserts.add("(NULL)", []);
+  const tupleOf = (row: string[], maxLiteralChars: number, bound: unknown[]): string => {
     let tuple = "(";
-    const bound: unknown[] = [];
     for (let i = 0; i < positions.length; i++) {
       if (i > 0) tuple += ",";
-      tuple += literal(toSqlValue(types[i]!, row[positions[i]!] ?? ""), bound);
+      tuple += literal(toSqlValue(types[i]!, row[positions[i]!] ?? ""), bound, maxLiteralChars);
     }
-    inserts.add(tuple + ")", bound);
+    return tuple + ")";
+  };
+  const loaded = await readStoredCsv(source.stream, { name: source.name, layout: source.layout }, guard, (row) => {
+    if (positions.length === 0) return inserts.add("(NULL)", []);
+    let bound: unknown[] = [];
+    let tuple = tupleOf(row, MAX_LITERAL_CHARS, bound);
+    // Too long for one statement as literals: every text value is bound (a table has at most 100 columns).
+    if (tuple.length > MAX_STATEMENT_CHARS) tuple = tupleOf(row, 0, (bound = []));
+    inserts.add(tuple, bound);
   });
   if (loaded.ok) inserts.commit();
   return loaded;
@@ -100,10 +106,10 @@ class InsertBatcher {
  * (long text). The column's affinity stores it as the sql.js loader's bound
  * value would be stored: a whole DOUBLE written as `5` becomes REAL 5.0.
  */
-function literal(value: ReturnType<typeof toSqlValue>, bound: unknown[]): string {
+function literal(value: ReturnType<typeof toSqlValue>, bound: unknown[], maxLiteralChars: number): string {
   if (value === null) return "NULL";
   if (typeof value === "string") {
-    if (value.length > MAX_LITERAL_CHARS || value.includes("\0")) {
+    if (value.length > maxLiteralChars || value.includes("\0")) {
       bound.push(value);
       return "?";
     }

@@ -12,6 +12,7 @@ import { internalTableName } from "../sql/internal-names";
 import type { BoundValue } from "../sql/parameters";
 import { tokenize } from "../sql/tokenizer";
 import { quoteIdentifier, type TableLayout } from "../table-layout";
+import type { LoadProgress } from "../stored-csv";
 import { fillTable, type StoreSql } from "./fill-table";
 import { hasMoreThanOneStatement, quotedResultSql, renameTables, STORE_MAX_COLUMNS, unquoteRow } from "./store-sql";
 
@@ -113,13 +114,20 @@ export class TableStore extends DurableObject<Env> {
     const table = `data_${randomToken(12).replace(/[^A-Za-z0-9]/g, "x")}`;
     const stream = await openObjectStream(this.env.BUCKET, source.objectKey, LARGE_RANGE_BYTES);
     if (!stream) return { ok: false, message: `the stored file of ${source.name} is gone` };
-    const filled = await fillTable(
-      this.storeSql(),
-      table,
-      { name: source.name, layout: source.layout, stream },
-      null,
-      () => (sql.databaseSize > maxStoreBytes ? storeFull(maxStoreBytes).message : null),
-    );
+    let filled: LoadProgress;
+    try {
+      filled = await fillTable(
+        this.storeSql(),
+        table,
+        { name: source.name, layout: source.layout, stream },
+        null,
+        () => (sql.databaseSize > maxStoreBytes ? storeFull(maxStoreBytes).message : null),
+      );
+    } catch (error) {
+      // Storage failing is worth a retry; SQLite refusing the rows (a value over its size limit, say) is not.
+      if (error instanceof TransientError) throw error;
+      filled = { ok: false, message: `a table store cannot hold ${source.name}: ${sqliteText(error)}` };
+    }
     const problem = !filled.ok
       ? filled.message
       : filled.rows !== source.rows
@@ -337,13 +345,17 @@ function refusal(request: StoreQuery): string | null {
 }
 
 /** SQLite's message as sql.js gives it, without the Durable Object's " at offset 7: SQLITE_ERROR". */
+function sqliteText(error: unknown): string {
+  return (error instanceof Error ? error.message : String(error)).replace(/( at offset \d+)?: SQLITE_[A-Z_]+$/, "");
+}
+
+/** A query's failure in words: SQLite's, or for the store's own limits, the limit and what to do. */
 function sqliteMessage(error: unknown): string {
-  const message = (error instanceof Error ? error.message : String(error)).replace(
-    /( at offset \d+)?: SQLITE_[A-Z_]+$/,
-    "",
-  );
+  const message = sqliteText(error);
   if (/^string or blob too big$/i.test(message))
     return "the query makes a value longer than a table store allows (2 MB; a blob counts twice, written as hex). Select shorter values";
+  if (/^statement too long$/i.test(message))
+    return "the query's text is longer than a table store takes (100 KB of UTF-8, as the store runs it). Shorten it";
   return message;
 }
 
