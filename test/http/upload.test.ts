@@ -20,7 +20,7 @@ import {
   uploadOk,
   uploadRaw,
 } from "../support/catalog";
-import { call, readEnvelope, readUnauthorized, workerWith } from "../support/http";
+import { call, dbFailing, readEnvelope, readUnauthorized, workerWith } from "../support/http";
 import { authHeader, login, type LoggedIn } from "../support/login";
 
 let owner: LoggedIn;
@@ -448,6 +448,32 @@ describe("POST /v1/data/{AccountName}/{DatasetName}/{DataName}", () => {
     );
   });
 
+  it("should answer 400 for the file sent as a plain field, saying to send it as a file", async () => {
+    const dataset = await freshDataset();
+    const body = multipartBody([{ name: "Data", value: ORDERS }]);
+
+    const message = await failedUpload(await uploadRaw(owner.accessToken, `${dataset}/a.csv`, body), 400);
+
+    expect(message).toBe(
+      "The 'Data' part has no filename, so it is not a file; send the CSV as a file part (curl -F 'Data=@file.csv').",
+    );
+  });
+
+  it("should answer 400 for a Schema part sent twice rather than take one of them", async () => {
+    const dataset = await freshDataset();
+    const [account, name] = dataset.split("/") as [string, string];
+    const body = multipartBody([
+      { name: "Schema", value: "{}" },
+      { name: "Schema", value: "{}" },
+      { name: "Data", filename: "a.csv", bytes: bytesOf(ORDERS) },
+    ]);
+
+    const message = await failedUpload(await uploadRaw(owner.accessToken, `${dataset}/a.csv`, body), 400);
+
+    expect(message).toBe("The 'Schema' part is sent twice; send it once.");
+    expect(await dataItemRow(account, name, "a.csv")).toBeNull();
+  });
+
   it("should answer 400 naming the parts there are for an unexpected part", async () => {
     const dataset = await freshDataset();
     const body = multipartBody([
@@ -469,6 +495,19 @@ describe("POST /v1/data/{AccountName}/{DatasetName}/{DataName}", () => {
     const message = await failedUpload(await uploadRaw(owner.accessToken, `${dataset}/a.csv`, body, contentType), 415);
 
     expect(message).toBe("Send the upload as multipart/form-data with a 'Data' file part.");
+  });
+
+  it("should answer 500 when the catalog cannot record the upload, and keep nothing of it", async () => {
+    const dataset = await freshDataset();
+    const [account, name] = dataset.split("/") as [string, string];
+    vi.spyOn(console, "error").mockImplementation(() => undefined);
+    const outage = workerWith({ DB: dbFailing(/INSERT INTO data_items/) });
+
+    await readEnvelope(await upload(owner.accessToken, `${dataset}/lost.csv`, "n\n1\n", {}, "lost.csv", outage), 500);
+
+    expect(await dataItemRow(account, name, "lost.csv")).toBeNull();
+    expect(await objectKeys(await dataPrefix(dataset))).toEqual([]);
+    expect(await orphansUnder(await dataPrefix(dataset))).toEqual([]);
   });
 
   it("should answer 413 for an upload larger than MAX_UPLOAD_BYTES, and store nothing", async () => {

@@ -84,6 +84,8 @@ describe("ingestCsv: generating the table", () => {
   it("should trim header names, name blank ones by position and make repeated ones unique", async () => {
     const result = await ingest(" id ,,Name,name,NAME\n1,2,3,4,5\n");
     expect(result.ok && result.columns.map((c) => c.Name)).toEqual(["id", "column_2", "Name", "name_2", "NAME_3"]);
+    const taken = await ingest("a,a_2,a,a,a_3\n1,2,3,4,5\n");
+    expect(taken.ok && taken.columns.map((c) => c.Name)).toEqual(["a", "a_2", "a_3", "a_4", "a_3_2"]);
   });
 
   it("should refuse an empty file", async () => {
@@ -153,14 +155,42 @@ describe("ingestCsv: real-world CSV", () => {
     expect(await ingest("a,b\n1,2\n")).toMatchObject({ ok: true, delimiter: "," });
   });
 
-  it("should read very wide rows", async () => {
-    const width = 5000;
+  it("should read rows as wide as a table may be", async () => {
+    const width = 2000;
     const header = Array.from({ length: width }, (_, i) => `c${i}`).join(",");
     const row = Array.from({ length: width }, (_, i) => (i % 2 ? `${i}.5` : `${i}`)).join(",");
     const result = await ingest(`${header}\n${row}\n${row}\n`, {}, 4096);
     expect(result.ok && result.rowCount).toBe(2);
     expect(result.ok && result.columns).toHaveLength(width);
-    expect(result.ok && result.columns[4999]).toEqual(column("c4999", "DOUBLE"));
+    expect(result.ok && result.columns[1999]).toEqual(column("c1999", "DOUBLE"));
+  });
+
+  it("should refuse a header or first row wider than a table may be, without reading on", async () => {
+    const wide = Array.from({ length: 2001 }, () => "").join(",");
+
+    const withHeader = failureOf(await ingest(`${wide}\n${wide}\n"unclosed\n`));
+    const without = failureOf(await ingest(`${wide}\n`, { dataOptions: { Header: false } }));
+
+    expect(withHeader.status).toBe(400);
+    expect(withHeader.violations).toEqual([
+      { row: 0, message: "the header row has 2001 fields; a table has at most 2000 columns" },
+    ]);
+    expect(without.violations).toEqual([
+      { row: 0, message: "the first row has 2001 fields; a table has at most 2000 columns" },
+    ]);
+  });
+
+  it("should refuse a header name longer than a column name may be, saying what to do if it is data", async () => {
+    const result = failureOf(await ingest(`id,${"x".repeat(256)}\n1,2\n`));
+
+    expect(result.violations).toEqual([
+      {
+        row: 0,
+        message:
+          "the header row's field 2 is 256 characters long, longer than a column name may be (255); if the file has no header row, send a Schema with DataOptions.Header false",
+      },
+    ]);
+    expect(typesOf(await ingest(`id,${"x".repeat(255)}\n1,2\n`))).toHaveProperty("x".repeat(255), "INTEGER");
   });
 
   it("should give the same result wherever the bytes are cut, for CRLF, quoted line breaks and multi-byte text", async () => {

@@ -116,6 +116,19 @@ describe("parseSchemaPart", () => {
     );
   });
 
+  it("should refuse a column name over 255 characters and more than 2000 columns", () => {
+    const named = (name: string) => ({ Name: name, DataType: { DataType: "STRING" } });
+    const long = { Columns: [named("x".repeat(256))] };
+    const wide = { Columns: Array.from({ length: 2001 }, (_, i) => named(`c${i}`)) };
+
+    expect(messageOf(JSON.stringify({ TableDefinition: long }))).toBe(
+      "Schema.TableDefinition.Columns[0].Name: a column name may be at most 255 characters long",
+    );
+    expect(messageOf(JSON.stringify({ TableDefinition: wide }))).toBe(
+      "Schema.TableDefinition.Columns: a table has at most 2000 columns",
+    );
+  });
+
   it("should refuse a table without columns", () => {
     expect(messageOf(JSON.stringify({ TableDefinition: { Columns: [] } }))).toBe(
       "Schema.TableDefinition.Columns: a table needs at least one column",

@@ -12,7 +12,7 @@ import {
 } from "../ingest/data-schema";
 import { dataObjectKey } from "../storage/keys";
 import { readMultipart, type MultipartFailure } from "../storage/multipart";
-import { deleteOrphanNow, markOrphan } from "../storage/orphans";
+import { deleteOrphanNow, deleteOrphanNowIfStill, markOrphan } from "../storage/orphans";
 import { R2StreamWriter } from "../storage/r2-writer";
 import { randomToken } from "../util/crypto";
 import { isoSeconds, nowSeconds } from "../util/time";
@@ -22,6 +22,8 @@ import { commitDataItemVersion, ORPHAN_GRACE_SECONDS } from "./datasets";
 
 /** An upload that dies with its Worker is swept after this long. */
 const UPLOAD_ABANDONED_AFTER_SECONDS = 24 * 3600;
+/** The orphan reason of an upload's object until its version is recorded. */
+const UPLOAD_IN_PROGRESS = "upload in progress";
 
 export type UploadOutcome =
   | { ok: true; rowCount: number; size: number; columns: number; deliveryType: "RAW" | "GZIP"; delimiter: string }
@@ -54,7 +56,7 @@ export async function uploadDataItem(
 
   const version = randomToken(12);
   const key = dataObjectKey(dataset.id, version);
-  await markOrphan(deps.db, key, "upload in progress", isoSeconds(nowSeconds() + UPLOAD_ABANDONED_AFTER_SECONDS));
+  await markOrphan(deps.db, key, UPLOAD_IN_PROGRESS, isoSeconds(nowSeconds() + UPLOAD_ABANDONED_AFTER_SECONDS));
   let writer: R2StreamWriter | null = null;
   const discard = async () => {
     await (writer as R2StreamWriter | null)?.abort();
@@ -119,7 +121,7 @@ export async function uploadDataItem(
 
   const { ingest, schema, size, contentHash } = received.value;
   const now = nowSeconds();
-  await commitDataItemVersion(
+  const commit = commitDataItemVersion(
     deps.db,
     {
       datasetId: dataset.id,
@@ -136,6 +138,11 @@ export async function uploadDataItem(
     isoSeconds(now),
     isoSeconds(now + ORPHAN_GRACE_SECONDS),
   );
+  await commit.catch(async (error: unknown) => {
+    // Not recorded (unless D1 failed only to answer): the stored file goes now rather than with the sweep.
+    await deleteOrphanNowIfStill(deps.db, deps.bucket, key, UPLOAD_IN_PROGRESS).catch(() => undefined);
+    throw error;
+  });
   return {
     ok: true,
     rowCount: ingest.rowCount,

@@ -70,8 +70,19 @@ const DataTypeSchema = z
     DataTypeOptions: { Nullable: DataTypeOptions.Nullable },
   }));
 
+/** SQLite's default SQLITE_MAX_COLUMN: neither engine can make a wider table. */
+export const MAX_COLUMNS = 2000;
+/** The longest column name: longer ones are most likely a data row taken for the header. */
+export const MAX_COLUMN_NAME_CHARS = 255;
+
 const ColumnSchema = z.strictObject({
-  Name: z.string().refine((name) => name.trim() !== "", "a column name must not be empty"),
+  Name: z
+    .string()
+    .refine((name) => name.trim() !== "", "a column name must not be empty")
+    .refine(
+      (name) => name.length <= MAX_COLUMN_NAME_CHARS,
+      `a column name may be at most ${MAX_COLUMN_NAME_CHARS} characters long`,
+    ),
   DataType: DataTypeSchema,
 });
 
@@ -79,6 +90,7 @@ const TableDefinitionSchema = z.strictObject({
   Columns: z
     .array(ColumnSchema)
     .min(1, "a table needs at least one column")
+    .max(MAX_COLUMNS, `a table has at most ${MAX_COLUMNS} columns`)
     .superRefine((columns, ctx) => {
       // SQL column names compare case-insensitively, so "id" and "ID" would collide in a query.
       const seen = new Map<string, number>();

@@ -1,4 +1,4 @@
-import type { Column, TableDefinition } from "./data-schema";
+import { MAX_COLUMN_NAME_CHARS, MAX_COLUMNS, type Column, type TableDefinition } from "./data-schema";
 import type { RowBatch, RowsSink } from "./csv-rows";
 import { RowSpans, type SureRow } from "./csv-spans";
 import {
@@ -111,7 +111,10 @@ export class RowRouter implements RowsSink {
       this.takeHeader(fields, malformed);
       return;
     }
-    if (this.sink === undefined) this.sink = this.startInference(positionalNames(fields.length));
+    if (this.sink === undefined) {
+      if (fields.length > MAX_COLUMNS) return this.violations.stop(tooWide("the first row", fields.length));
+      this.sink = this.startInference(positionalNames(fields.length));
+    }
     const row = ++this.rowCount;
     if (malformed) {
       this.violations.add({ row, message: `row ${row}: ${MALFORMED_QUOTES}` });
@@ -129,6 +132,13 @@ export class RowRouter implements RowsSink {
   private takeHeader(fields: readonly string[], malformed: boolean): void {
     if (malformed) this.violations.add({ row: 0, message: `the header row: ${MALFORMED_QUOTES}` });
     if (this.sink === undefined) {
+      if (fields.length > MAX_COLUMNS) return this.violations.stop(tooWide("the header row", fields.length));
+      const long = fields.findIndex((field) => field.trim().length > MAX_COLUMN_NAME_CHARS);
+      if (long >= 0)
+        return this.violations.stop({
+          row: 0,
+          message: `the header row's field ${long + 1} is ${plural(fields[long]!.trim().length, "character")} long, longer than a column name may be (${MAX_COLUMN_NAME_CHARS}); if the file has no header row, send a Schema with DataOptions.Header false`,
+        });
       this.sink = this.startInference(namesFromHeader(fields));
     } else if (fields.length !== this.sink.width) {
       this.violations.add({
@@ -142,6 +152,10 @@ export class RowRouter implements RowsSink {
     this.inference = new TableInference(names);
     return this.inference;
   }
+}
+
+function tooWide(where: string, fields: number): { row: number; message: string } {
+  return { row: 0, message: `${where} has ${plural(fields, "field")}; a table has at most ${MAX_COLUMNS} columns` };
 }
 
 const MALFORMED_QUOTES =

@@ -24,14 +24,21 @@ export interface Violation {
 /** Collects violations up to a limit; the ingest stops reading once it is full. */
 export class ViolationList {
   readonly items: Violation[] = [];
+  private stopped = false;
   constructor(private readonly limit: number) {}
 
   get full(): boolean {
-    return this.items.length >= this.limit;
+    return this.stopped || this.items.length >= this.limit;
   }
 
   add(violation: Violation): void {
     if (!this.full) this.items.push(violation);
+  }
+
+  /** A violation after which reading on would tell nothing more (the table itself cannot be). */
+  stop(violation: Violation): void {
+    this.add(violation);
+    this.stopped = true;
   }
 }
 
@@ -174,11 +181,15 @@ export function positionalNames(count: number): string[] {
  */
 export function namesFromHeader(header: readonly string[]): string[] {
   const taken = new Set<string>();
+  // The next suffix to try for each base name, so that many repeats of one name stay linear.
+  const nextSuffix = new Map<string, number>();
   const names: string[] = [];
   header.forEach((raw, index) => {
     const base = raw.trim() || `column_${index + 1}`;
     let name = base;
-    for (let suffix = 2; taken.has(name.toLowerCase()); suffix++) name = `${base}_${suffix}`;
+    let suffix = nextSuffix.get(base.toLowerCase()) ?? 2;
+    while (taken.has(name.toLowerCase())) name = `${base}_${suffix++}`;
+    nextSuffix.set(base.toLowerCase(), suffix);
     taken.add(name.toLowerCase());
     names.push(name);
   });

@@ -68,10 +68,16 @@ export async function readMultipart<T>(
 
   // `afterFile`: whether the part began after the file part (a text file part ends later than it begins).
   const takeField = (name: string, value: string, truncated: boolean, afterFile = fileSeen) => {
+    if (name === spec.fileField)
+      return fail(
+        400,
+        `The '${name}' part has no filename, so it is not a file; send the CSV as a file part (curl -F '${name}=@file.csv').`,
+      );
     if (!spec.textFields.includes(name))
       return fail(400, `Unexpected part '${name}'; the parts are ${[...spec.textFields, spec.fileField].join(", ")}.`);
     if (afterFile) return fail(400, `Send the '${name}' part before the '${spec.fileField}' part.`);
     if (truncated) return fail(400, `The '${name}' part is longer than 1 MiB.`);
+    if (fields.has(name)) return fail(400, `The '${name}' part is sent twice; send it once.`);
     fields.set(name, value);
   };
   // Text parts sent as files, read whole before the file part is handed on.

@@ -17,6 +17,19 @@ export async function deleteOrphanNow(db: D1Database, bucket: R2Bucket, key: str
   await db.prepare("DELETE FROM orphan_objects WHERE object_key = ?").bind(key).run();
 }
 
+/**
+ * As deleteOrphanNow, only while the object is still listed for `reason`:
+ * after a write whose outcome is unknown (a D1 error), an object the write
+ * did take off the list (or listed anew, for another reason) stays.
+ */
+export async function deleteOrphanNowIfStill(db: D1Database, bucket: R2Bucket, key: string, reason: string) {
+  const listed = await db
+    .prepare("SELECT 1 AS listed FROM orphan_objects WHERE object_key = ? AND reason = ?")
+    .bind(key, reason)
+    .first<{ listed: number }>();
+  if (listed) await deleteOrphanNow(db, bucket, key);
+}
+
 /** Empties the table store behind an orphan key `table-store/<object key>`. */
 export type StoreEmptier = (key: string) => Promise<void>;
 
