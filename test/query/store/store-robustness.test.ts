@@ -132,3 +132,17 @@ describe("two queries on one store at once", () => {
     expect(join.outcome).toMatchObject({ engine: "store", ok: true });
   });
 });
+
+describe("the store's own SQL limits", () => {
+  it("should fail a LIKE pattern longer than a store takes with a message naming the limit", async () => {
+    const pattern = "%".padEnd(60, "x");
+    const run = await runEngine(`SELECT count(*) FROM a.d.big WHERE label LIKE '${pattern}'`, ITEMS, { mode: "store" });
+
+    expect(run.outcome).toMatchObject({
+      engine: "store",
+      ok: false,
+      message:
+        "Failed: a LIKE or GLOB pattern in a table store may be at most 50 bytes of UTF-8 (a Durable Object's limit). Use a shorter pattern, or instr() or substr() for a long literal.",
+    });
+  });
+});

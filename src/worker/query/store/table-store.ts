@@ -354,6 +354,8 @@ function sqliteMessage(error: unknown): string {
   const message = sqliteText(error);
   if (/^string or blob too big$/i.test(message))
     return "the query makes a value longer than a table store allows (2 MB; a blob counts twice, written as hex). Select shorter values";
+  if (/^LIKE or GLOB pattern too complex$/i.test(message))
+    return "a LIKE or GLOB pattern in a table store may be at most 50 bytes of UTF-8 (a Durable Object's limit). Use a shorter pattern, or instr() or substr() for a long literal";
   if (/^statement too long$/i.test(message))
     return "the query's text is longer than a table store takes (100 KB of UTF-8, as the store runs it). Shorten it";
   return message;
