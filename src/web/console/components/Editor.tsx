@@ -2,7 +2,7 @@ import { closeCompletion } from "@codemirror/autocomplete";
 import { sql, SQLite, type SQLNamespace } from "@codemirror/lang-sql";
 import { HighlightStyle, syntaxHighlighting } from "@codemirror/language";
 import { Compartment, Prec } from "@codemirror/state";
-import { keymap } from "@codemirror/view";
+import { keymap, placeholder } from "@codemirror/view";
 import { basicSetup, EditorView } from "codemirror";
 import { tags } from "@lezer/highlight";
 import { useEffect, useRef } from "preact/hooks";
@@ -36,6 +36,8 @@ const HIGHLIGHT = HighlightStyle.define([
  */
 export function SqlEditor(props: {
   initial: string;
+  /** Shown, greyed, while the editor is empty. */
+  hint: string;
   schema: SQLNamespace;
   onChange: (text: string) => void;
   onRun: () => void;
@@ -74,6 +76,7 @@ export function SqlEditor(props: {
         syntaxHighlighting(HIGHLIGHT),
         language.current.of(sql({ dialect: SQLite, schema: props.schema, upperCaseKeywords: true })),
         EditorView.lineWrapping,
+        placeholder(props.hint),
         EditorView.contentAttributes.of({ "aria-label": "SQL query (Ctrl+Enter or Cmd+Enter runs it)" }),
         EditorView.updateListener.of((update) => {
           if (update.docChanged) callbacks.current.onChange(update.state.doc.toString());

@@ -11,7 +11,8 @@ import { sqlName } from "../sql-names";
 import { ResultView } from "./ResultView";
 import { messageOf, Notice, PageTitle, Spinner, useLazy } from "./ui";
 
-const EXAMPLE = "-- Name a data item as account.dataset.item; Ctrl+Enter (Cmd+Enter) runs the query.\n";
+// A placeholder, not text of the query: a first click and typing start an empty query.
+const HINT = "SELECT … FROM account.dataset.item — Ctrl+Enter (Cmd+Enter) runs the query";
 
 export function SqlPage() {
   const { account, catalog } = useSession();
@@ -94,7 +95,8 @@ export function SqlPage() {
       </p>
       {editor ? (
         <editor.SqlEditor
-          initial={editorState.sql || EXAMPLE}
+          initial={editorState.sql}
+          hint={HINT}
           schema={schema}
           onChange={(text) => {
             editorState.sql = text;
