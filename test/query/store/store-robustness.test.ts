@@ -84,34 +84,33 @@ describe("result width in a table store", () => {
   });
 });
 
-describe("a store that cannot be built", () => {
-  it("should answer a failed build (not throw, which the queue retries and leaves 'building' for good) when SQLite refuses the table", async () => {
-    const item = wide(150);
-    const objectKey = `test-probe/${randomToken(8)}/wide.csv`;
+describe("builds SQLite refuses as literals or at all", () => {
+  /** Builds the store of `item`, stored under a new key; the outcome, or what the call threw. */
+  async function build(item: MemoryItem, name: string) {
+    const objectKey = `test-store/${randomToken(8)}/${name}`;
     await env.BUCKET.put(objectKey, item.data as string);
-    const source = { objectKey, layout: tableLayout(storedSchema(item)), rows: 1, name: "wide.csv" };
-
+    const source = { objectKey, layout: tableLayout(storedSchema(item)), rows: 1, name };
     const built = await tableStoreStub(env, objectKey)
       .build(source, limitsWith().maxStoreBytes)
       .catch((error: unknown) => ({ thrown: String(error) }));
+    return { built, objectKey };
+  }
 
-    expect(built).toMatchObject({ ok: false });
+  it("should answer a failed build (not throw, which the queue retries and leaves 'building' for good) when SQLite refuses the table", async () => {
+    const { built, objectKey } = await build(wide(150), "wide.csv");
+
+    expect(built).toMatchObject({ ok: false, message: expect.stringContaining("too many columns") });
     expect(await storeTables(objectKey)).toEqual([]);
   });
 
-  it("should answer a failed build for a row whose INSERT is longer than a statement may be", async () => {
+  it("should build a row too long for one statement as literals, binding its text", async () => {
     const names = Array.from({ length: 50 }, (_, i) => `c${i}`);
     const item: MemoryItem = {
       columns: names.map((name) => [name, "STRING"] as const),
       data: `${names.join(",")}\n${names.map(() => "x".repeat(1999)).join(",")}\n`,
     };
-    const objectKey = `test-probe/${randomToken(8)}/long.csv`;
-    await env.BUCKET.put(objectKey, item.data as string);
-    const source = { objectKey, layout: tableLayout(storedSchema(item)), rows: 1, name: "long.csv" };
 
-    const built = await tableStoreStub(env, objectKey)
-      .build(source, limitsWith().maxStoreBytes)
-      .catch((error: unknown) => ({ thrown: String(error) }));
+    const { built } = await build(item, "long.csv");
 
     expect(built).toMatchObject({ ok: true, rows: 1 });
   });
