@@ -105,6 +105,17 @@ describe("ingestCsv: generating the table", () => {
     expect(result.message).toBe("Cannot generate a TableDefinition from the file: row 2 has 3 fields, expected 4.");
     expect(result.violations).toEqual([{ row: 2, message: "row 2 has 3 fields, expected 4" }]);
   });
+
+  it("should suggest mixed line endings when a row of the wrong width holds a line break", async () => {
+    const result = failureOf(await ingest("a,b\r\n1,2\n3,4\r\n"));
+    expect(result.violations).toEqual([
+      {
+        row: 1,
+        message:
+          "row 1 has 3 fields (a value holds a line break: if the file mixes line endings, save it with one kind), expected 2",
+      },
+    ]);
+  });
 });
 
 describe("ingestCsv: real-world CSV", () => {

@@ -119,10 +119,15 @@ export class RowRouter implements RowsSink {
     if (malformed) {
       this.violations.add({ row, message: `row ${row}: ${MALFORMED_QUOTES}` });
     } else if (fields.length !== this.sink.width) {
-      const blank = fields === BLANK_ROW ? " (the line is blank)" : "";
+      const why =
+        fields === BLANK_ROW
+          ? " (the line is blank)"
+          : fields.some((field) => field.includes("\r") || field.includes("\n"))
+            ? " (a value holds a line break: if the file mixes line endings, save it with one kind)"
+            : "";
       this.violations.add({
         row,
-        message: `row ${row} has ${plural(fields.length, "field")}${blank}, expected ${this.sink.width}`,
+        message: `row ${row} has ${plural(fields.length, "field")}${why}, expected ${this.sink.width}`,
       });
     } else {
       this.sink.accept(this.stringRow.fill(fields), row, this.violations);
