@@ -196,6 +196,7 @@ describe("POST /v1/query/validate", () => {
       `SELECT 1; SELECT 2`,
       `SELECT * FROM ${owner.accountName}.${dataset}.missing`,
       `SELECT 'open`,
+      `SELECT * FROM \`sales.csv\``,
     ];
     for (const sql of failing) {
       const data = await validate(owner.accessToken, { Sql: sql });
@@ -204,6 +205,14 @@ describe("POST /v1/query/validate", () => {
       expect(data.Message, sql).toBe(await failureOf(owner.accessToken, sql));
       expect(data.Columns).toEqual([]);
     }
+  });
+
+  it("should say how a data item is named when the query names a table that is not one", async () => {
+    const data = await validate(owner.accessToken, { Sql: "SELECT * FROM `sales.csv`" });
+
+    expect(data.Message).toBe(
+      "Failed: no such table: sales.csv. A data item is named account.dataset.item, with a part that holds a dot or a dash in backticks (alice.sales.`orders.csv`).",
+    );
   });
 
   it("should answer Valid false for an item the caller may not read, as for one that does not exist", async () => {

@@ -269,12 +269,24 @@ export function nameOf(reference: DataItemReference): string {
   return `${reference.account}.${reference.dataset}.${reference.data}`;
 }
 
-/** Turns internal table names in a message back into the three-part names the user wrote. */
+/**
+ * Turns internal table names in a message back into the three-part names
+ * the user wrote; SQLite's "no such table" (a name that is not three parts,
+ * most often) also says how a data item is named.
+ */
 export function namingAsTheUserDid(references: Resolved["references"]): (message: string) => string {
   const names = references.map((t) => ({ alias: t.alias, name: nameOf(t) }));
-  return (message) =>
-    names.reduce((text, { alias, name }) => text.replace(new RegExp(`\\b${alias}\\b`, "g"), name), message);
+  return (message) => {
+    const named = names.reduce(
+      (text, { alias, name }) => text.replace(new RegExp(`\\b${alias}\\b`, "g"), name),
+      message,
+    );
+    return /\bno such table: /.test(named) ? `${named} ${HOW_ITEMS_ARE_NAMED}` : named;
+  };
 }
+
+const HOW_ITEMS_ARE_NAMED =
+  "A data item is named account.dataset.item, with a part that holds a dot or a dash in backticks (alice.sales.`orders.csv`).";
 
 /** Loads each table into sql.js (column images attached, or CSV rows inserted), then executes there. */
 async function runInSqlJs(
