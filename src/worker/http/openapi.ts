@@ -20,6 +20,7 @@ const DOCS_PAGE = html`<!doctype html>
       <meta charset="utf-8" />
       <meta name="viewport" content="width=device-width, initial-scale=1" />
       <title>dqs API</title>
+      <link rel="icon" href="/assets/favicon.svg" type="image/svg+xml" />
       <link rel="stylesheet" href="/assets/swagger-ui.css" />
     </head>
     <body>

@@ -12,6 +12,7 @@ export function page(title: string, body: Content): Content {
         <meta name="viewport" content="width=device-width, initial-scale=1" />
         <meta name="referrer" content="no-referrer" />
         <title>${title} · dqs</title>
+        <link rel="icon" href="/assets/favicon.svg" type="image/svg+xml" />
         <link rel="stylesheet" href="/assets/page.css" />
       </head>
       <body>
