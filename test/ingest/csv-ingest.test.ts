@@ -183,6 +183,9 @@ describe("ingestCsv: real-world CSV", () => {
     const without = failureOf(await ingest(`${wide}\n`, { dataOptions: { Header: false } }));
 
     expect(withHeader.status).toBe(400);
+    expect(withHeader.message).toBe(
+      "Cannot generate a TableDefinition from the file: the header row has 2001 fields; a table has at most 2000 columns.",
+    );
     expect(withHeader.violations).toEqual([
       { row: 0, message: "the header row has 2001 fields; a table has at most 2000 columns" },
     ]);

@@ -211,12 +211,12 @@ class IngestRun {
   }
 
   private violationFailure(): IngestResult {
-    const { items, full } = this.router.violations;
+    const { items, atLimit } = this.router.violations;
     const intro = this.options.tableDefinition
       ? "The file does not match the TableDefinition"
       : "Cannot generate a TableDefinition from the file";
     const list = items.map((violation) => violation.message).join("; ");
-    const stopped = full ? ` (only the first ${items.length} problems are listed)` : "";
+    const stopped = atLimit ? ` (only the first ${items.length} problems are listed)` : "";
     return fail(400, `${intro}: ${list}${stopped}.`, items);
   }
 }

@@ -28,7 +28,12 @@ export class ViolationList {
   constructor(private readonly limit: number) {}
 
   get full(): boolean {
-    return this.stopped || this.items.length >= this.limit;
+    return this.stopped || this.atLimit;
+  }
+
+  /** As many violations as are listed: there may be more. */
+  get atLimit(): boolean {
+    return this.items.length >= this.limit;
   }
 
   add(violation: Violation): void {
