@@ -145,3 +145,33 @@ describe("the store's own SQL limits", () => {
     });
   });
 });
+
+describe("work a table store could not stop", () => {
+  it("should fail a query that never ends even without data, naming the time limit, before the store runs it", async () => {
+    const source = new MemorySource(ITEMS, "store");
+    const endless = "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c) SELECT count(*) FROM c, a.d.big";
+
+    const stopped = await runEngine(endless, ITEMS, { source, limits: { timeLimitMs: 1000 } });
+    const after = await runEngine("SELECT count(*) FROM a.d.big", ITEMS, { source });
+
+    expect(stopped.outcome).toMatchObject({
+      engine: "store",
+      ok: false,
+      message:
+        "Failed: the query ran longer than the time limit of 1 s (QUERY_TIME_LIMIT_SECONDS) without its data, so it would not end in the table store either.",
+    });
+    expect(after.outcome).toMatchObject({ engine: "store", ok: true });
+    expect(after.csv).toBe("count(*)\n3000\n");
+  });
+
+  it("should run a bounded recursive query in the store with the answer sql.js gives", async () => {
+    const sql =
+      "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c WHERE x < 10) SELECT count(*) FROM c JOIN a.d.big ON n = x";
+    const inSqlJs = await runEngine(sql, ITEMS, { mode: "csv" });
+    const inStore = await runEngine(sql, ITEMS, { mode: "store" });
+
+    expect(inStore.outcome).toMatchObject({ engine: "store", ok: true });
+    expect(inStore.csv).toBe(inSqlJs.csv);
+    expect(inStore.csv).toBe("count(*)\n10\n");
+  });
+});

@@ -16,7 +16,8 @@ import type { QueryText } from "../query-text";
 import { AttachedImages } from "./attach-images";
 import { createSlotsTable } from "./column-images";
 import { declaredColumnTypes, keptDataType } from "./declared-types";
-import { executeStatement } from "./execute-statement";
+import { executeStatement, stepThrough } from "./execute-statement";
+import { quoteIdentifier } from "../table-layout";
 import { createTable, loadTable, type TableToLoad } from "./load-table";
 import { chooseEngine, type EngineChoice, type PlannedItem, type UsedColumns } from "./plan";
 import { MAX_VALUE_BYTES, PROGRESS_EVERY_STEPS, RunGuard, type RunControl, type RunStats } from "./run-guard";
@@ -362,7 +363,7 @@ async function load(run: Run, images: AttachedImages, created: ReturnType<typeof
   );
   await images.tablesInsteadOfViews(db, resolved.sql, namesRowid);
   stats.loadMs = clock() - loadStarted;
-  guard.loading = false;
+  guard.during = "";
   db.run("PRAGMA query_only = 1");
 }
 
@@ -374,6 +375,15 @@ async function load(run: Run, images: AttachedImages, created: ReturnType<typeof
  */
 async function runInStore(run: Run, host: number): Promise<PhaseOutcome> {
   const { io, resolved, stats, limits, clock, names, declared } = run;
+  // A store cannot stop a statement inside a step. Work that needs no data (a recursive CTE without an end) is
+  // found first, here, on tables of one row of NULLs (an empty table would end a join before it began) under
+  // the step-counted time limit, rather than holding the store.
+  run.db.run("PRAGMA query_only = 0");
+  for (const table of run.tables) run.db.run(`INSERT INTO ${quoteIdentifier(table.name)} DEFAULT VALUES`);
+  run.db.run("PRAGMA query_only = 1");
+  run.guard.during = " without its data, so it would not end in the table store either";
+  await stepThrough(run.db, resolved.bound, run.guard);
+  run.guard.during = "";
   const hostItem = resolved.items[host]!;
   await io.control.progress(`Running: in the table store of ${nameOf(resolved.references[host]!)}.`);
   const request: StoreQuery = {

@@ -53,6 +53,22 @@ export async function executeStatement(
   }
 }
 
+/** Steps the statement to its end, keeping no row; the guard's limits and cancellation apply as in executeStatement. */
+export async function stepThrough(
+  db: Database,
+  bound: Pick<BoundStatement, "sql" | "values">,
+  guard: RunGuard,
+): Promise<void> {
+  const statement = guard.stopOnSqliteError(() => db.prepare(bound.sql));
+  try {
+    if (bound.values.length > 0) statement.bind(bound.values);
+    let rows = 0;
+    while (guard.stopOnSqliteError(() => statement.step())) await guard.checkpoint(db, ++rows % CHECK_EVERY_ROWS === 0);
+  } finally {
+    statement.free();
+  }
+}
+
 function storageClass(value: unknown): StorageClass {
   if (value === null) return StorageClass.Null;
   switch (typeof value) {

@@ -47,8 +47,8 @@ export class RunGuard {
   steps = 0;
   /** Bytes of attached column images (outside the WebAssembly heap). */
   imageBytes = 0;
-  /** True until the data is loaded: a time limit reached meanwhile says "while loading". */
-  loading = true;
+  /** What the run is doing, for a time limit reached inside a statement: " while loading" until the data is in. */
+  during = " while loading";
   /** When the run started, by its clock. */
   readonly startedAt: number;
   private readonly deadline: number;
@@ -117,7 +117,7 @@ export class RunGuard {
   readonly onProgress = (): boolean => {
     this.steps += PROGRESS_EVERY_STEPS;
     // The clock moves here under `wrangler dev` (and after I/O when deployed); the steps count either way.
-    if (this.timeIsUp()) this.interruption = this.overTimeLimit(this.loading ? " while loading" : "");
+    if (this.timeIsUp()) this.interruption = this.overTimeLimit(this.during);
     const held = this.instance.heapBytes() + this.fileBytes;
     this.record(held);
     if (held > this.limits.memoryBudgetBytes) this.interruption ??= this.overBudget(held);
