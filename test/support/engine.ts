@@ -5,6 +5,7 @@ import type { DataTypeName } from "../../src/worker/ingest/value-types";
 import { buildColumnImages } from "../../src/worker/query/engine/build-images";
 import { readStoredCsv } from "../../src/worker/query/stored-csv";
 import { tableStoreStub } from "../../src/worker/query/store/store-state";
+import { STORE_MAX_COLUMNS } from "../../src/worker/query/store/store-sql";
 import { tableLayout } from "../../src/worker/query/table-layout";
 import { resultIndexKey } from "../../src/worker/storage/keys";
 import { randomToken } from "../../src/worker/util/crypto";
@@ -81,14 +82,16 @@ export class MemorySource implements QuerySource {
     const layout = tableLayout(storedSchema(item));
     const bytes = typeof item.data === "string" ? new TextEncoder().encode(item.data).byteLength : item.data.byteLength;
     if (this.mode === "store") {
-      const rows = await this.store(key, item);
+      // As prepare-item.ts decides: an item wider than a store's tables is in R2 without a store.
+      const wide = layout.columns.length > STORE_MAX_COLUMNS;
+      const rows = await this.store(key, item, !wide);
       return {
         objectKey: this.prefix + key,
         layout,
         rows,
         bytes,
         images: null,
-        store: { state: "ready", rows, bytes },
+        store: wide ? null : { state: "ready", rows, bytes },
       };
     }
     const images = this.mode === "images" ? await this.build(key, item) : null;
@@ -101,13 +104,17 @@ export class MemorySource implements QuerySource {
     return tableStoreStub(env, objectKey).query(request);
   }
 
-  /** Puts the item in R2 and builds its table store, once; its row count. */
-  private async store(key: string, item: MemoryItem): Promise<number> {
+  /** Puts the item in R2 and builds its table store (unless told not to), once; its row count. */
+  private async store(key: string, item: MemoryItem, withStore: boolean): Promise<number> {
     const done = this.stored.get(key);
     if (done !== undefined) return done;
     const objectKey = this.prefix + key;
     await env.BUCKET.put(objectKey, typeof item.data === "string" ? new TextEncoder().encode(item.data) : item.data);
     const rows = await countRows(this.stream(key)!, storedSchema(item));
+    if (!withStore) {
+      this.stored.set(key, rows);
+      return rows;
+    }
     const built = await tableStoreStub(env, objectKey).build(
       { objectKey, layout: tableLayout(storedSchema(item)), rows, name: key },
       limitsWith().maxStoreBytes,

@@ -72,6 +72,22 @@ describe("result width in a table store", () => {
     });
   });
 
+  it("should fail a query that uses more of another item's columns than a store's table may have, naming the limit", async () => {
+    const items = { ...ITEMS, "a.d.wide": wide(150) };
+    const sum = Array.from({ length: 101 }, (_, i) => `w.c${i}`).join(" + ");
+
+    const run = await runEngine(`SELECT count(*) FROM a.d.big b JOIN a.d.wide w ON b.n = ${sum}`, items, {
+      mode: "store",
+    });
+
+    expect(run.outcome).toMatchObject({
+      engine: "store",
+      ok: false,
+      message:
+        "Failed: a table store can bring in at most 100 columns of wide for a query; this one uses 101. Name fewer of its columns.",
+    });
+  });
+
   it("should keep text with a NUL, blobs, REAL and NULL values as sql.js does", async () => {
     const items = { "a.d.wide": wide(3) };
     const sql = "SELECT *, 'a' || char(0) || 'b' AS nul, x'00ff' AS blob, 1.5 AS half, NULL AS empty FROM a.d.wide";

@@ -240,14 +240,14 @@ export class TableStore extends DurableObject<Env> {
     request: StoreQuery,
     deadline: number,
   ): Promise<number> {
+    const width = other.columns?.length ?? other.source.layout.columns.length;
+    if (width > STORE_MAX_COLUMNS) throw new Stop(tooManyColumns(width, other.source.name));
     const stream = await openObjectStream(this.env.BUCKET, other.source.objectKey, LARGE_RANGE_BYTES).catch(
       (error: unknown) => {
         throw new TransientError(`reading ${other.source.name} failed: ${String(error)}`);
       },
     );
     if (!stream) throw new Stop(`Failed: the data of ${other.source.name} was deleted while the query ran.`);
-    const width = other.columns?.length ?? other.source.layout.columns.length;
-    if (width > STORE_MAX_COLUMNS) throw new Stop(tooManyColumns(width, other.source.name));
     const { sql } = this.ctx.storage;
     const filled = await fillTable(
       this.storeSql(),
