@@ -168,9 +168,27 @@ describe("GET /v1/query/{QueryId}/results/rows", () => {
 
     expect(pages.length).toBeGreaterThan(1);
     expect(pages.every((p) => p.Rows.length >= 1 && p.Rows.length <= 9)).toBe(true);
+    // The rows skipped to reach a later page's first row do not count against it: no page of one row but the last.
+    expect(pages.slice(0, -1).every((p) => p.Rows.length >= 6)).toBe(true);
     expect(pages.flatMap((p) => p.Rows.map((row) => [row[0], (row[1] as string).length]))).toEqual(
       Array.from({ length: 12 }, (_, r) => [r + 1, 1048576]),
     );
+  });
+
+  it("should answer 400 naming the limit for a result with a row too long for rows and formats, which the CSV has whole", async () => {
+    const queryId = await finishedQuery("SELECT 1 AS i, hex(zeroblob(4200000)) AS h UNION ALL SELECT 2, 'x'");
+    const expected = `The result of query ${queryId} has a row longer than 8388608 characters, which cannot be served`;
+
+    const rows = await errorOf(await getRows(queryId), 400);
+    const ndjson = await errorOf(
+      await call(`/v1/query/${queryId}/results/rawdata?format=ndjson`, { headers: authHeader(owner.accessToken) }),
+      400,
+    );
+    const csv = await call(`/v1/query/${queryId}/results/rawdata`, { headers: authHeader(owner.accessToken) });
+
+    expect(rows).toBe(`${expected} as rows; download it with results/rawdata (CSV) instead.`);
+    expect(ndjson).toBe(`${expected} as ndjson; download it with results/rawdata (CSV) instead.`);
+    expect(csv.status).toBe(302);
   });
 
   it("should type 64-bit integers beyond 2^53 as exact strings and NULL as null", async () => {

@@ -5,9 +5,11 @@ import { Utf8Text, type DecodedText } from "../ingest/utf8-text";
 import { TransientError } from "./run-limits";
 import type { TableLayout } from "./table-layout";
 
-const MAX_ROW_CHARS = 8 * 1024 * 1024;
+export const MAX_ROW_CHARS = 8 * 1024 * 1024;
 
-export type LoadProgress = { ok: true; rows: number; bytes: number } | { ok: false; message: string };
+/** How far a read got; `rowTooLong` when it stopped at a row over MAX_ROW_CHARS. */
+export type LoadProgress =
+  { ok: true; rows: number; bytes: number } | { ok: false; message: string; rowTooLong?: boolean };
 
 /** Checked between batches: returns a message to stop loading with, or null to go on. */
 export type LoadGuard = (bytesSoFar: number) => string | null;
@@ -72,6 +74,7 @@ async function readRows(
   let loadedBytes = 0;
   let finished = false;
   let enough = false;
+  let rowTooLong = false;
 
   const reader = new CsvRowReader(
     what.layout.delimiter,
@@ -97,7 +100,10 @@ async function readRows(
 
   // With a span sink, the reader hands rows on itself and `read.rows` is empty.
   const take = (read: ReadRows): string | null => {
-    if (!read.ok) return `a row of ${what.name} is longer than ${MAX_ROW_CHARS} characters`;
+    if (!read.ok) {
+      rowTooLong = true;
+      return `a row of ${what.name} is longer than ${MAX_ROW_CHARS} characters`;
+    }
     if (!("onRow" in to)) return null;
     for (const row of read.rows) {
       if (skipHeader) {
@@ -126,13 +132,13 @@ async function readRows(
       if (chunk.kind === "end") break;
       loadedBytes += chunk.bytes.byteLength;
       const stop = guard(loadedBytes) ?? takeText(utf8.decode(chunk.bytes), false);
-      if (stop) return { ok: false, message: stop };
+      if (stop) return { ok: false, message: stop, rowTooLong };
       await afterChunk?.();
       if (enough) return { ok: true, rows, bytes: loadedBytes };
     }
     finished = true;
     const problem = takeText(utf8.end(), true);
-    if (problem) return { ok: false, message: problem };
+    if (problem) return { ok: false, message: problem, rowTooLong };
     await afterChunk?.();
     return { ok: true, rows, bytes: loadedBytes };
   } finally {

@@ -5,6 +5,7 @@ import type { QueryRecord, QueryStatus } from "../../query/query-record";
 import { signCursor, verifyCursor } from "../../query/result/cursor";
 import { resultInFormat } from "../../query/result/formats";
 import { PAGE_DEFAULT_ROWS, PAGE_MAX_ROWS, readPage, type StoredResult } from "../../query/result/pages";
+import { MAX_ROW_CHARS } from "../../query/stored-csv";
 import type { ResultFormat } from "../../storage/keys";
 import type { AppContext } from "../context";
 import { ApiError, badRequest } from "../errors";
@@ -15,11 +16,19 @@ import { envelope, errorResponses, jsonResponse, QueryIdParam, ResultRowsRespons
 
 export const queryResultRoutes = createRouter();
 
+/** A result with a row longer than the readers of rows and formats take: the CSV has it whole. */
+function rowTooLong(record: QueryRecord, as: string): ApiError {
+  return badRequest(
+    `The result of query ${record.queryId} has a row longer than ${MAX_ROW_CHARS} characters, which cannot be served ${as}; download it with results/rawdata (CSV) instead.`,
+  );
+}
+
 /** One page of a result as the wire carries it (ResultRows), its NextCursor signed for this query. */
 async function pageData(c: AppContext, record: QueryRecord, result: StoredResult, first: number, limit: number) {
   const page = await readPage(c.env.BUCKET, result, first, limit);
   if (!page.ok) {
     if (page.reason === "gone") throw resultExpired(record);
+    if (page.reason === "row too long") throw rowTooLong(record, "as rows");
     throw new ApiError(
       500,
       `The rows of query ${record.queryId} could not be read (${page.message}); download the result with results/rawdata instead.`,
@@ -53,6 +62,7 @@ export async function resultFile(c: AppContext, record: QueryRecord, result: Sto
   const file = await resultInFormat(c.env.BUCKET, result, format);
   if (!file.ok) {
     if (file.reason === "gone") throw resultExpired(record);
+    if (file.reason === "row too long") throw rowTooLong(record, `as ${format}`);
     throw new ApiError(500, `The result of query ${record.queryId} could not be made into ${format}: ${file.message}.`);
   }
   if (file.made) {

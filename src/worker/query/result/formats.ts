@@ -425,7 +425,8 @@ const ENCODERS: Record<Exclude<ResultFormat, "csv">, (columns: FileColumns) => E
 export type FormatMade =
   | { ok: true; key: string; made: boolean }
   | { ok: false; reason: "gone" }
-  | { ok: false; reason: "unreadable"; message: string };
+  | { ok: false; reason: "unreadable"; message: string }
+  | { ok: false; reason: "row too long" };
 
 /**
  * The key of the result in `format`, made from its CSV if it is not there
@@ -478,7 +479,9 @@ export async function resultInFormat(
     );
     if (!read.ok) {
       await out.abort();
-      return { ok: false, reason: "unreadable", message: read.message };
+      return read.rowTooLong
+        ? { ok: false, reason: "row too long" }
+        : { ok: false, reason: "unreadable", message: read.message };
     }
     await flush();
     await send(encode.finish());

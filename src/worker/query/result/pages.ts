@@ -8,7 +8,10 @@ import { jsonValue, type JsonValue } from "./values";
 
 export const PAGE_DEFAULT_ROWS = 1000;
 export const PAGE_MAX_ROWS = 10_000;
-/** A page ends early (after at least one row) once it has read this much CSV, so wide rows still make a modest answer. */
+/**
+ * A page ends early (after at least one row) once its own rows span this much CSV, so wide rows still make a
+ * modest answer; the rows skipped to reach its first row do not count, or every later page would hold one row.
+ */
 const PAGE_MAX_BYTES = 8 * 1024 * 1024;
 
 /** A succeeded query's result, as its record describes it. */
@@ -23,7 +26,8 @@ export interface StoredResult {
 export type PageRead =
   | { ok: true; rows: JsonValue[][]; next: number | null }
   | { ok: false; reason: "gone" }
-  | { ok: false; reason: "unreadable"; message: string };
+  | { ok: false; reason: "unreadable"; message: string }
+  | { ok: false; reason: "row too long" };
 
 /**
  * Rows [first, first + limit) of a result, typed by its columns. Only the
@@ -50,6 +54,7 @@ export async function readPage(
   const rows: JsonValue[][] = [];
   let skip = span.skip;
   let readBytes = 0;
+  let firstRowBytes = 0;
   const read = await readStoredCsv(
     stream,
     { name: `the result of query ${result.queryId}`, layout: { delimiter: ",", header: span.header } },
@@ -62,11 +67,15 @@ export async function readPage(
         skip--;
         return true;
       }
+      if (rows.length === 0) firstRowBytes = readBytes;
       rows.push(fields.map((text, i) => jsonValue(text, types[i] ?? "STRING")));
-      return rows.length < limit && readBytes < PAGE_MAX_BYTES;
+      return rows.length < limit && readBytes - firstRowBytes < PAGE_MAX_BYTES;
     },
   );
-  if (!read.ok) return { ok: false, reason: "unreadable", message: read.message };
+  if (!read.ok)
+    return read.rowTooLong
+      ? { ok: false, reason: "row too long" }
+      : { ok: false, reason: "unreadable", message: read.message };
   const after = first + rows.length;
   return { ok: true, rows, next: after < result.rowCount ? after : null };
 }
