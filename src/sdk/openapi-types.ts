@@ -2256,7 +2256,7 @@ export interface components {
          */
         QueryParameters: {
             [key: string]: string | number | boolean | null;
-        } | (string | number | boolean | null)[];
+        } | (string | number | boolean | null)[] | null;
         /** @description A completion webhook (experimental): when the query succeeds, fails or is cancelled, the service POSTs its status Data (as GET /query/{QueryId}/status answers it) as JSON to Url, signed per Standard Webhooks with your secret (GET /me/webhook-secret): headers webhook-id (the QueryId), webhook-timestamp and webhook-signature. A delivery fails without a 2xx answer within 10 s (redirects are not followed) and is tried again after 10 s, 1 min, 5 min, 30 min and 2 h; the status's Callback shows the last attempt. */
         QueryCallback: {
             /**
@@ -2264,7 +2264,7 @@ export interface components {
              * @example https://hooks.example.com/dqs
              */
             Url: string;
-        };
+        } | null;
         QueryResponse: {
             Status: components["schemas"]["ApiResponseStatus"];
             Data: {

@@ -131,6 +131,28 @@ describe("POST /v1/query", () => {
     expect(status.Message).toMatch(/^Failed: .*syntax error/);
   });
 
+  it("should refuse a field it does not know, naming it, rather than ignore a misspelt one", async () => {
+    const queue = new TestQueue();
+
+    const response = await submit(owner.accessToken, { Sql: "SELECT 1", reuse: false }, serviceWith(queue));
+
+    expect((await readEnvelope(response, 400)).Status.Message).toMatch(/Unrecognized key: "reuse"/);
+    expect(queue.sent).toEqual([]);
+  });
+
+  it("should take Parameters and Callback as null, as the status shows them", async () => {
+    const queue = new TestQueue();
+
+    const response = await submit(
+      owner.accessToken,
+      { Sql: "SELECT 1", Parameters: null, Callback: null, Reuse: false },
+      serviceWith(queue),
+    );
+
+    const { QueryId } = (await readEnvelope<{ QueryId: string }>(response, 200)).Data;
+    expect(queue.sent).toEqual([{ queryId: QueryId }]);
+  });
+
   it("should answer a retried submit with the same Idempotency-Key with the same query, queued once", async () => {
     const queue = new TestQueue();
     const key = crypto.randomUUID();
@@ -140,7 +162,7 @@ describe("POST /v1/query", () => {
 
     const body = await readEnvelope<{ QueryId: string }>(again, 200);
     expect(body.Data.QueryId).toBe(first);
-    expect(body.Status.Message).toMatch(/submitted before; it is queued/);
+    expect(body.Status.Message).toMatch(/submitted before; its status is queued/);
     expect(queue.sent).toEqual([{ queryId: first }]);
   });
 

@@ -523,7 +523,7 @@ describe("result reuse", () => {
     const retried = await submitted(owner, { Sql: sql }, {}, key);
 
     expect(retried.queryId).toBe(first.queryId);
-    expect(retried.message).toBe("The query with this Idempotency-Key was submitted before; it is succeeded.");
+    expect(retried.message).toBe("The query with this Idempotency-Key was submitted before; its status is succeeded.");
   });
 
   it("should answer Prefer: wait at once, and refuse to cancel a reused query, which has ended", async () => {

@@ -199,11 +199,13 @@ const QueryCallback = z
       "A completion webhook (experimental): when the query succeeds, fails or is cancelled, the service POSTs its status Data (as GET /query/{QueryId}/status answers it) as JSON to Url, signed per Standard Webhooks with your secret (GET /me/webhook-secret): headers webhook-id (the QueryId), webhook-timestamp and webhook-signature. A delivery fails without a 2xx answer within 10 s (redirects are not followed) and is tried again after 10 s, 1 min, 5 min, 30 min and 2 h; the status's Callback shows the last attempt.",
   });
 
+// Strict: a misspelt field ("Calback", "reuse") is refused rather than silently ignored.
 export const SqlRequest = z
-  .object({
+  .strictObject({
     Sql: z.string().openapi({ description: "A select query", example: "SELECT 1" }),
-    Parameters: QueryParameters.optional(),
-    Callback: QueryCallback.optional(),
+    // null as the query status shows them, so a status can be sent back as it is.
+    Parameters: QueryParameters.nullable().optional(),
+    Callback: QueryCallback.nullable().optional(),
     Reuse: z.boolean().optional().openapi({
       description:
         "Whether the query may answer from the kept result of an earlier query with the same SQL text and Parameters, on the same versions of every data item it names, when the caller may read them all (default true; the status then says Reused). false: run it anyway",

@@ -217,7 +217,7 @@ datasetRoutes.openapi(
         required: true,
         content: {
           "application/json": {
-            schema: z.object({ Permission: z.enum(["read", "write"]) }).openapi("GrantRequest"),
+            schema: z.strictObject({ Permission: z.enum(["read", "write"]) }).openapi("GrantRequest"),
           },
         },
       },

@@ -123,7 +123,7 @@ queryRoutes.openapi(
       c.header("Preference-Applied", `wait=${wait}`);
     }
     const message = submitted.replayed
-      ? `The query with this Idempotency-Key was submitted before; it is ${status}.`
+      ? `The query with this Idempotency-Key was submitted before; its status is ${status}.`
       : submitted.reused
         ? "The query succeeded: it reused the result of an identical earlier query."
         : FINISHED.has(status)
