@@ -1,4 +1,4 @@
-import type { Database } from "sql.js";
+import type { Database, Statement } from "sql.js";
 import type { DataTypeName } from "../../ingest/value-types";
 import type { BoundValue } from "../sql/parameters";
 import { StorageClass } from "../result/csv";
@@ -30,27 +30,24 @@ export async function executeStatement(
   guard: RunGuard,
   opened: () => void,
 ): Promise<WrittenResult> {
-  const statement = guard.stopOnSqliteError(() => db.prepare(bound.sql));
-  const row = statement as unknown as { get(params: null, config: { useBigInt: boolean }): unknown[] };
-  try {
-    // By position: sql.js binds a string as TEXT, a non-integer number as REAL, null as NULL.
-    if (bound.values.length > 0) statement.bind(bound.values);
-    const names = bound.names;
-    const writer = new ResultWriter(names, guard.limits, target, bound.declared);
-    const classes: StorageClass[] = names.map(() => StorageClass.Null);
-    opened();
-    await writer.header();
-    while (guard.stopOnSqliteError(() => statement.step())) {
+  const writer = new ResultWriter(bound.names, guard.limits, target, bound.declared);
+  const classes: StorageClass[] = bound.names.map(() => StorageClass.Null);
+  await stepRows(
+    db,
+    bound,
+    guard,
+    async () => {
+      opened();
+      await writer.header();
+    },
+    async (statement) => {
       // useBigInt tells INTEGER (bigint) from REAL (number) exactly, and keeps 64-bit integers whole.
-      const values = row.get(null, { useBigInt: true });
+      const values = (statement as unknown as RowGetter).get(null, { useBigInt: true });
       for (let i = 0; i < values.length; i++) classes[i] = storageClass(values[i]);
       await writer.row(values, classes);
-      await guard.checkpoint(db, writer.rowCount % CHECK_EVERY_ROWS === 0);
-    }
-    return await writer.finish();
-  } finally {
-    statement.free();
-  }
+    },
+  );
+  return writer.finish();
 }
 
 /** Steps the statement to its end, keeping no row; the guard's limits and cancellation apply as in executeStatement. */
@@ -59,11 +56,39 @@ export async function stepThrough(
   bound: Pick<BoundStatement, "sql" | "values">,
   guard: RunGuard,
 ): Promise<void> {
+  await stepRows(
+    db,
+    bound,
+    guard,
+    async () => {},
+    async () => {},
+  );
+}
+
+type RowGetter = { get(params: null, config: { useBigInt: boolean }): unknown[] };
+
+/**
+ * Prepares and binds the statement, runs `start`, then steps it to its end,
+ * handing each row to `onRow` with the guard's checkpoint between rows, and
+ * frees it.
+ */
+async function stepRows(
+  db: Database,
+  bound: Pick<BoundStatement, "sql" | "values">,
+  guard: RunGuard,
+  start: () => Promise<void>,
+  onRow: (statement: Statement) => Promise<void>,
+): Promise<void> {
   const statement = guard.stopOnSqliteError(() => db.prepare(bound.sql));
   try {
+    // By position: sql.js binds a string as TEXT, a non-integer number as REAL, null as NULL.
     if (bound.values.length > 0) statement.bind(bound.values);
+    await start();
     let rows = 0;
-    while (guard.stopOnSqliteError(() => statement.step())) await guard.checkpoint(db, ++rows % CHECK_EVERY_ROWS === 0);
+    while (guard.stopOnSqliteError(() => statement.step())) {
+      await onRow(statement);
+      await guard.checkpoint(db, ++rows % CHECK_EVERY_ROWS === 0);
+    }
   } finally {
     statement.free();
   }
