@@ -46,6 +46,8 @@ export interface FairShare {
   maxWaiting: number;
   /** A slot not given back within this long is taken back (its query's end was never reported). */
   leaseMs: number;
+  /** After a query of theirs runs past the time limit, the user's next queries wait at least this long (UserQueries). */
+  overrunCoolDownMs: number;
 }
 
 /** Secrets that a deployment may set but need not; `wrangler types` cannot express optional secrets. */
@@ -140,6 +142,7 @@ function parseSettings(env: Env): Settings {
       maxWaiting: positiveInteger(env, "QUERY_MAX_QUEUED_PER_USER"),
       // Longer than any run with its retries: a slot whose end was never reported is taken back after this.
       leaseMs: positiveInteger(env, "QUERY_TIME_LIMIT_SECONDS") * 3000 + 300_000,
+      overrunCoolDownMs: positiveInteger(env, "QUERY_OVERRUN_COOLDOWN_SECONDS") * 1000,
     },
     downloadUrlTtlSeconds: positiveInteger(env, "DOWNLOAD_URL_TTL_SECONDS"),
     columnImages: columnImages === "build",
@@ -160,6 +163,7 @@ type IntegerSetting =
   | "QUERY_RESULT_RETENTION_SECONDS"
   | "QUERY_MAX_RUNNING_PER_USER"
   | "QUERY_MAX_QUEUED_PER_USER"
+  | "QUERY_OVERRUN_COOLDOWN_SECONDS"
   | "TABLE_STORE_MIN_ROWS"
   | "TABLE_STORE_MAX_BYTES";
 

@@ -167,7 +167,7 @@ describe("fair sharing of the engine", () => {
 
   it("should lose no query when ends and submits of one user come at once", async () => {
     const slots = slotsObject(user);
-    const share = { maxRunning: 1, maxWaiting: 1000, leaseMs: 3_600_000 };
+    const share = { maxRunning: 1, maxWaiting: 1000, leaseMs: 3_600_000, overrunCoolDownMs: 60_000 };
     await slots.enter("first", share);
     await slots.enter("second", share);
     const newcomers = Array.from({ length: 40 }, (_, i) => `q${i}`);

@@ -254,11 +254,23 @@ export async function waitForEnd(
   return status;
 }
 
-/** A queued query waiting for its owner's turn says so in its message, with how many of theirs wait before it. */
+/**
+ * A queued query waiting for its owner's turn says so in its message, with how many of theirs wait before it,
+ * or until when a cool-down after an overrun of the time limit holds them.
+ */
 export async function withTurn(env: Env, record: QueryRecord, share: FairShare): Promise<QueryRecord> {
   if (record.status !== "queued") return record;
-  const ahead = await userQueriesStub(env, record.ownerUserId).ahead(record.queryId);
-  if (ahead === null) return record;
+  const turn = await userQueriesStub(env, record.ownerUserId).turn(record.queryId);
+  if (turn === null) return record;
+  const { ahead, coolDownUntil } = turn;
+  if (coolDownUntil !== null) {
+    const seconds = Math.max(1, Math.ceil((coolDownUntil - Date.now()) / 1000));
+    const clock = new Date(coolDownUntil).toISOString().slice(11, 19);
+    return {
+      ...record,
+      message: `Queued: your recent queries ran past the time limit, so your next ones wait until ${clock} UTC (${seconds} s) behind other users' queries (QUERY_OVERRUN_COOLDOWN_SECONDS).`,
+    };
+  }
   const before = ahead === 0 ? "it is next" : `${ahead} of yours wait before it`;
   return {
     ...record,

@@ -12,6 +12,7 @@ import {
   type QueryStatus,
   type RunOutcome,
 } from "./query-record";
+import { limitStops, overranTimeLimit } from "./run-limits";
 import type { UserQueries } from "./user-queries";
 import { plural } from "../util/text";
 
@@ -105,7 +106,7 @@ export class QueryState extends DurableObject<Env> {
   /**
    * Records how the query ended and hands it to the D1 row, then gives the
    * query's slot back to its owner's share (UserQueries), unless the engine
-   * still holds it (`release`).
+   * still holds it (`release`); an end for the time limit starts a cool-down there.
    */
   private async ended(
     record: LiveQuery,
@@ -118,7 +119,8 @@ export class QueryState extends DurableObject<Env> {
       message,
     );
     const published = await this.publish(saved);
-    if (!options.holdSlot) await this.slots(record, (slots) => slots.leave(record.queryId));
+    const overran = status === "failed" && overranTimeLimit(message);
+    if (!options.holdSlot) await this.slots(record, (slots) => slots.leave(record.queryId, { overran }));
     return published;
   }
 
@@ -354,11 +356,7 @@ export class QueryState extends DurableObject<Env> {
       return;
     }
     if (record.status === "running") {
-      await this.ended(
-        record,
-        "failed",
-        "Failed: the query did not finish within the time limit (the worker running it stopped or exceeded its CPU limit).",
-      );
+      await this.ended(record, "failed", limitStops.watchdog().message);
       return;
     }
     if (!record.published) await this.publish(record);

@@ -25,12 +25,29 @@ export async function transient<T>(what: string, run: () => Promise<T>): Promise
   }
 }
 
+/**
+ * How every end for the time limit begins: the run's own stop, the watchdog's
+ * (its worker died or hung), and the refusal of a query estimated to run past
+ * it. An end reaches its owner's share (UserQueries) only as its message, so
+ * these openings are the one place that says which ends start a cool-down.
+ */
+export const OVERRUN_OPENINGS = {
+  ran: "Failed: the query ran longer than the time limit",
+  watchdog: "Failed: the query did not finish within the time limit",
+  estimated: "Failed: the query would run about",
+} as const;
+
+/** Whether a failed query's message says it ran, or would have run, past the time limit. */
+export function overranTimeLimit(message: string): boolean {
+  return Object.values(OVERRUN_OPENINGS).some((opening) => message.startsWith(opening));
+}
+
 /** The messages of the limits both engines enforce, each naming its setting. */
 export const limitStops = {
   time: (limits: Pick<QueryLimits, "timeLimitMs">, during = "") =>
-    new Stop(
-      `Failed: the query ran longer than the time limit of ${limits.timeLimitMs / 1000} s (QUERY_TIME_LIMIT_SECONDS)${during}.`,
-    ),
+    new Stop(`${OVERRUN_OPENINGS.ran} of ${limits.timeLimitMs / 1000} s (QUERY_TIME_LIMIT_SECONDS)${during}.`),
+  /** The watchdog's: the query was still running well past its time limit. */
+  watchdog: () => new Stop(`${OVERRUN_OPENINGS.watchdog} (the worker running it stopped or exceeded its CPU limit).`),
   load: (limits: Pick<QueryLimits, "maxLoadBytes">) =>
     new Stop(
       `Failed: the query would load more than the limit of ${limits.maxLoadBytes} bytes (QUERY_MAX_LOAD_BYTES). Query fewer or smaller data items.`,

@@ -5,6 +5,8 @@ import type { QueryMessage } from "./queries";
 const KEY = "slots";
 /** After a failed send to the queue, the admission is tried again this much later. */
 const RETRY_SEND_MS = 5_000;
+/** A cool-down doubles with each further overrun up to this many times its base: long enough to matter, never a lockout. */
+const MAX_COOL_DOWN_FACTOR = 16;
 
 interface Slots {
   /** Queries handed to the queue, with when; each holds a slot until it ends. */
@@ -12,9 +14,23 @@ interface Slots {
   /** Queries waiting for a slot, oldest first. */
   waiting: string[];
   share: FairShare;
+  /** The latest cool-down after an overrun of the time limit: none of the user's queries is admitted before `until`. */
+  coolDown?: { until: number; ms: number } | null;
 }
 
 export type EnterResult = { ok: true; admitted: boolean; ahead: number } | { ok: false; waiting: number };
+
+/** Where a waiting query stands: how many of its owner's queries wait before it, and the end (epoch ms) of a cool-down. */
+export interface Turn {
+  ahead: number;
+  coolDownUntil: number | null;
+}
+
+/** How a query ended, as far as its owner's share cares. */
+export interface Leaving {
+  /** It ran, or would have run, past the time limit (run-limits.ts overranTimeLimit): a cool-down starts. */
+  overran: boolean;
+}
 
 /**
  * One user's share of the engine (DECISIONS §8): at most `maxRunning` of
@@ -25,6 +41,10 @@ export type EnterResult = { ok: true; admitted: boolean; ahead: number } | { ok:
  * every query's end (`leave`), which hands the slot to the next waiting
  * query by sending it to the queue. A send that fails, and a slot whose
  * lease runs out, are retried from the alarm, so no waiting query is lost.
+ * A query that overran the time limit starts a cool-down: until it ends,
+ * none of the user's queries is admitted, so a user whose work runs away
+ * keeps their slots idle rather than taking engine time from other users;
+ * the alarm admits the line when it ends.
  * Each call runs alone (`exclusive`): a send to the queue is not storage,
  * so without that another call could interleave and one of them lose its
  * write.
@@ -33,6 +53,8 @@ export class UserQueries extends DurableObject<Env> {
   private async load(share?: FairShare): Promise<Slots> {
     const slots = (await this.ctx.storage.get<Slots>(KEY)) ?? { admitted: [], waiting: [], share: share! };
     if (share) slots.share = share;
+    // A share stored before cool-downs existed takes the deployment's.
+    slots.share.overrunCoolDownMs ??= settings(this.env).fairShare.overrunCoolDownMs;
     // Slots whose end was never reported are taken back.
     const now = Date.now();
     slots.admitted = slots.admitted.filter((slot) => now - slot.at < slots.share.leaseMs);
@@ -53,7 +75,7 @@ export class UserQueries extends DurableObject<Env> {
     if (slots.admitted.some((slot) => slot.queryId === queryId)) return { ok: true, admitted: true, ahead: 0 };
     const known = slots.waiting.indexOf(queryId);
     if (known >= 0) return { ok: true, admitted: false, ahead: known };
-    if (slots.admitted.length < share.maxRunning && slots.waiting.length === 0) {
+    if (slots.admitted.length < share.maxRunning && slots.waiting.length === 0 && !coolingDown(slots)) {
       slots.admitted.push({ queryId, at: Date.now() });
       await this.ctx.storage.put(KEY, slots);
       return { ok: true, admitted: true, ahead: 0 };
@@ -64,20 +86,28 @@ export class UserQueries extends DurableObject<Env> {
     return { ok: true, admitted: false, ahead: slots.waiting.indexOf(queryId) };
   }
 
-  /** How many of the user's queries wait before this one; null when it is not waiting. */
-  async ahead(queryId: string): Promise<number | null> {
+  /** Where a waiting query stands (its owner's queries before it, a cool-down); null when it is not waiting. */
+  async turn(queryId: string): Promise<Turn | null> {
     const slots = (await this.ctx.storage.get<Slots>(KEY)) ?? null;
     const index = slots?.waiting.indexOf(queryId) ?? -1;
-    return index >= 0 ? index : null;
+    if (!slots || index < 0) return null;
+    return { ahead: index, coolDownUntil: coolingDown(slots) ? slots.coolDown!.until : null };
   }
 
-  /** A query ended (or was cancelled while it waited): its slot goes to the next waiting query. */
-  leave(queryId: string): Promise<void> {
+  /**
+   * A query ended (or was cancelled while it waited): its slot goes to the
+   * next waiting query, unless it overran the time limit, which starts a
+   * cool-down (or lengthens the one in force).
+   */
+  leave(queryId: string, end: Leaving = { overran: false }): Promise<void> {
     return this.exclusive(async () => {
-      if (!(await this.ctx.storage.get<Slots>(KEY))) return;
-      const slots = await this.load();
+      const stored = await this.ctx.storage.get<Slots>(KEY);
+      // Nothing stored and nothing overran: there is no slot to give back.
+      if (!stored && !end.overran) return;
+      const slots = await this.load(stored ? undefined : settings(this.env).fairShare);
       slots.admitted = slots.admitted.filter((slot) => slot.queryId !== queryId);
       slots.waiting = slots.waiting.filter((id) => id !== queryId);
+      if (end.overran) slots.coolDown = nextCoolDown(slots, Date.now());
       await this.promote(slots);
     });
   }
@@ -114,7 +144,7 @@ export class UserQueries extends DurableObject<Env> {
     });
   }
 
-  /** Retries a failed send, and takes back slots whose lease ran out. */
+  /** Retries a failed send, takes back slots whose lease ran out, and admits the line when a cool-down ends. */
   override alarm(): Promise<void> {
     return this.exclusive(async () => {
       if (await this.ctx.storage.get<Slots>(KEY)) await this.promote(await this.load());
@@ -127,12 +157,14 @@ export class UserQueries extends DurableObject<Env> {
 
   /**
    * Gives free slots to the oldest waiting queries and sends them to the
-   * queue (a query sent twice is claimed once), then stores the slots. While
-   * queries wait, the alarm is set for when the oldest lease runs out.
+   * queue (a query sent twice is claimed once), then stores the slots; during
+   * a cool-down none is given. While queries wait, the alarm is set for when
+   * the oldest lease runs out or the cool-down ends, whichever comes first.
    */
   private async promote(slots: Slots): Promise<void> {
     const next: string[] = [];
-    while (slots.admitted.length < slots.share.maxRunning && slots.waiting.length > 0) {
+    const cooling = coolingDown(slots);
+    while (!cooling && slots.admitted.length < slots.share.maxRunning && slots.waiting.length > 0) {
       const queryId = slots.waiting.shift()!;
       slots.admitted.push({ queryId, at: Date.now() });
       next.push(queryId);
@@ -150,8 +182,28 @@ export class UserQueries extends DurableObject<Env> {
     }
     await this.ctx.storage.put(KEY, slots);
     const leaseEnds = Math.min(...slots.admitted.map((slot) => slot.at + slots.share.leaseMs));
+    const wakeAt = Math.min(leaseEnds, cooling ? slots.coolDown!.until : Infinity);
     if (retryAt !== null) await this.ctx.storage.setAlarm(retryAt);
-    else if (slots.waiting.length > 0 && Number.isFinite(leaseEnds)) await this.ctx.storage.setAlarm(leaseEnds);
+    else if (slots.waiting.length > 0 && Number.isFinite(wakeAt)) await this.ctx.storage.setAlarm(wakeAt);
     else await this.ctx.storage.deleteAlarm();
   }
+}
+
+function coolingDown(slots: Slots, now = Date.now()): boolean {
+  return slots.coolDown != null && now < slots.coolDown.until;
+}
+
+/**
+ * The cool-down after an overrun at `now`: the base length, doubled if the
+ * previous cool-down is in force or ended less than a lease ago (a query
+ * admitted when it ended may not have ended yet), up to MAX_COOL_DOWN_FACTOR
+ * times the base. One rule, no counters: a user who keeps overrunning waits
+ * longer each time, and one who went a lease without an overrun starts afresh.
+ */
+function nextCoolDown(slots: Slots, now: number): { until: number; ms: number } {
+  const base = slots.share.overrunCoolDownMs;
+  const previous = slots.coolDown;
+  const recent = previous != null && now < previous.until + slots.share.leaseMs;
+  const ms = recent ? Math.min(Math.max(previous.ms * 2, base), base * MAX_COOL_DOWN_FACTOR) : base;
+  return { until: now + ms, ms };
 }
