@@ -238,20 +238,53 @@ async function withdraw(
   }
 }
 
-/** Polls a query until it has ended or `deadline` (epoch ms) has passed; its status then. */
+/** What a wait for a query's end saw last: its status, and its message once its Durable Object was read. */
+export interface WaitedQuery {
+  status: QueryStatus;
+  message: string | null;
+}
+
+/**
+ * Polls a query until it has ended or `deadline` (epoch ms) has passed; what
+ * it saw last. Each look at the Durable Object is cut off at the deadline
+ * too, so a busy or unreachable one never holds the caller past it.
+ */
 export async function waitForEnd(
   env: Env,
   queryId: string,
   status: QueryStatus,
   deadline: number,
-): Promise<QueryStatus> {
+): Promise<WaitedQuery> {
   const stub = queryStub(env, queryId);
-  for (let polls = 0; !FINISHED.has(status) && Date.now() < deadline; polls++) {
-    const delay = Math.min(WAIT_POLL_MS.most, WAIT_POLL_MS.first + polls * WAIT_POLL_MS.step);
+  let seen: WaitedQuery = { status, message: null };
+  for (let polls = 0; !FINISHED.has(seen.status) && Date.now() < deadline; polls++) {
+    const delay = Math.min(WAIT_POLL_MS.most, WAIT_POLL_MS.first + polls * WAIT_POLL_MS.step, deadline - Date.now());
     await new Promise((resolve) => setTimeout(resolve, delay));
-    status = (await stub.get())?.status ?? status;
+    let live;
+    try {
+      live = await beforeDeadline(stub.get(), deadline);
+    } catch (error) {
+      // The submit went through: its answer (the QueryId) matters more than one more look.
+      console.error(JSON.stringify({ queryId, step: "wait for its end", error: String(error) }));
+      break;
+    }
+    if (!live) break;
+    if (live.value) seen = { status: live.value.status, message: live.value.message };
   }
-  return status;
+  return seen;
+}
+
+/** `work`'s value, or null when `deadline` (epoch ms) passes first; the work itself goes on, unawaited. */
+export async function beforeDeadline<T>(work: Promise<T>, deadline: number): Promise<{ value: T } | null> {
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const late = new Promise<null>((resolve) => {
+    timer = setTimeout(() => resolve(null), Math.max(0, deadline - Date.now()));
+  });
+  try {
+    return await Promise.race([work.then((value) => ({ value })), late]);
+  } finally {
+    clearTimeout(timer);
+  }
 }
 
 /**

@@ -2,7 +2,15 @@ import { createRoute, z } from "@hono/zod-openapi";
 import { loadKeys } from "../../auth/keys";
 import type { HistoryCursor } from "../../query/history";
 import { FINISHED } from "../../query/query-record";
-import { cancelOwnQuery, listOwnQueries, submitQuery, waitForEnd, withTurn } from "../../query/queries";
+import {
+  beforeDeadline,
+  cancelOwnQuery,
+  listOwnQueries,
+  submitQuery,
+  waitForEnd,
+  withTurn,
+  type WaitedQuery,
+} from "../../query/queries";
 import { queryTextProblem } from "../../query/query-text";
 import { FORMAT_FILES } from "../../query/result/formats";
 import { resultSchemaString } from "../../query/result-schema";
@@ -31,6 +39,8 @@ import {
 export const queryRoutes = createRouter();
 
 const MAX_WAIT_SECONDS = 30;
+/** What reading the first page may add to a `Prefer: wait=N`: the answer comes within N s and this. */
+const FIRST_PAGE_GRACE_MS = 500;
 /** A refused submit (too many waiting) is worth trying again after about one query's run. */
 const WAITING_RETRY_AFTER_SECONDS = 10;
 const QueryParams = z.object({ QueryId: QueryIdParam });
@@ -75,6 +85,8 @@ queryRoutes.openapi(
     },
   }),
   async (c) => {
+    // Prefer: wait=N counts from here: the submit, the wait and the first page all fit in it.
+    const started = Date.now();
     const { Sql, Parameters = null, Callback, Reuse = true } = c.req.valid("json");
     const limits = c.get("config").query;
     const problem = queryTextProblem({ sql: Sql, parameters: Parameters }, limits.maxSqlLength);
@@ -117,22 +129,35 @@ queryRoutes.openapi(
       );
     }
     const wait = preferredWait(headers.prefer);
-    let status = submitted.status;
+    let seen: WaitedQuery = { status: submitted.status, message: null };
     if (wait > 0) {
-      status = await waitForEnd(c.env, submitted.queryId, status, Date.now() + wait * 1000);
+      seen = await waitForEnd(c.env, submitted.queryId, seen.status, started + wait * 1000);
       c.header("Preference-Applied", `wait=${wait}`);
     }
+    const status = seen.status;
     const message = submitted.replayed
       ? `The query with this Idempotency-Key was submitted before; its status is ${status}.`
       : submitted.reused
         ? "The query succeeded: it reused the result of an identical earlier query."
-        : FINISHED.has(status)
-          ? `The query ${status}.`
-          : `The query is ${status}.`;
-    const waited = wait > 0 && { Status: status, ...(await firstPage(c, submitted.queryId, status)) };
+        : status === "failed" && seen.message
+          ? `The query failed: ${failureReason(seen.message)}`
+          : FINISHED.has(status)
+            ? `The query ${status}.`
+            : `The query is ${status}.`;
+    // A page not read in time is left out: the rows endpoint serves it.
+    const page =
+      wait > 0 &&
+      (await beforeDeadline(firstPage(c, submitted.queryId, status), started + wait * 1000 + FIRST_PAGE_GRACE_MS));
+    const waited = wait > 0 && { Status: status, ...(page ? page.value : {}) };
     return c.json({ ...envelope(200, message), Data: { QueryId: submitted.queryId, ...waited } }, 200);
   },
 );
+
+/** A failed query's status message as the reason of a sentence: "Failed: no such column: x" → "no such column: x." */
+function failureReason(message: string): string {
+  const reason = message.replace(/^Failed:\s*/, "").trim();
+  return /[.!?]$/.test(reason) ? reason : `${reason}.`;
+}
 
 queryRoutes.openapi(
   createRoute({
