@@ -40,6 +40,8 @@ export default defineConfig(async () => {
                   // The API Worker's own consumer (wrangler.toml).
                   "dqs-webhooks": { maxBatchSize: 10, maxBatchTimeout: 1, maxRetries: 10 },
                 },
+                // The table store Worker's objects (wrangler.store.toml), served by the test Worker too.
+                durableObjects: { TABLE_STORE: { className: "TableStore", useSQLite: true } },
                 bindings: {
                   TEST_MIGRATIONS: migrations,
                   ENVIRONMENT: "development",

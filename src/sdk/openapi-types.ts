@@ -2231,6 +2231,8 @@ export interface components {
                  * @enum {string|null}
                  */
                 Engine: "sqljs" | "store" | null;
+                /** @description How long it would run in that engine, estimated by running it on samples of its data items and extrapolating to their sizes; a query in a table store estimated past QUERY_TIME_LIMIT_SECONDS is refused before it starts. Null when not valid, or when the samples could not tell */
+                EstimatedSeconds: number | null;
             };
         };
         SqlRequest: {

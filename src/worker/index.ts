@@ -4,7 +4,6 @@ import { WEBHOOK_QUEUE_NAME, type WebhookMessage } from "./webhooks/completion";
 import { consumeWebhooks } from "./webhooks/delivery";
 
 export { QueryState } from "./query/query-state";
-export { TableStore } from "./query/store/table-store";
 export { UserQueries } from "./query/user-queries";
 
 const app = createApp();

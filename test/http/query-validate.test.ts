@@ -12,6 +12,7 @@ interface ValidationData {
   Columns: { Name: string; DataType: string | null }[];
   DataItems: { AccountName: string; DatasetName: string; DataName: string; Version: string; Bytes: number }[];
   Engine: "sqljs" | "store" | null;
+  EstimatedSeconds: number | null;
 }
 
 let owner: LoggedIn;
@@ -20,7 +21,7 @@ let dataset: string;
 let sales: string;
 let regions: string;
 
-/** A bucket that fails every read: validation must not read data. */
+/** A bucket that fails every read: validation reads data only for its estimate, which it then leaves out. */
 const NO_DATA = new Proxy(env.BUCKET, {
   get(target, property) {
     if (property === "get" || property === "head" || property === "list")
@@ -133,6 +134,8 @@ describe("POST /v1/query/validate", () => {
         },
       ],
       Engine: "sqljs",
+      // The bucket refuses reads, so no sample could be taken.
+      EstimatedSeconds: null,
     });
     expect(queue.sent).toEqual([]);
     expect(await queryCount(owner.accessToken)).toBe(queriesBefore);
@@ -224,7 +227,20 @@ describe("POST /v1/query/validate", () => {
       Columns: [],
       DataItems: [],
       Engine: null,
+      EstimatedSeconds: null,
     });
+  });
+
+  it("should estimate the time from samples of the data, for about what the engine then takes", async () => {
+    const sql = `SELECT s.region, count(*) FROM ${sales} s JOIN ${regions} r ON r.region = s.region GROUP BY 1`;
+    const queue = new TestQueue();
+    const data = await validate(owner.accessToken, { Sql: sql }, workerWith({ QUERY_QUEUE: queue }));
+
+    expect(data).toMatchObject({ Valid: true, Engine: "sqljs" });
+    expect(queue.sent).toEqual([]);
+    expect(data.EstimatedSeconds).toBeGreaterThanOrEqual(0);
+    expect(data.EstimatedSeconds).toBeLessThan(1);
+    expect(data.Message).toMatch(/, for about [\d.]+ s \(estimated from samples\)\.$/);
   });
 
   it("should answer Valid false with the 400 message of POST /v1/query for what it refuses", async () => {

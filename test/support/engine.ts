@@ -20,6 +20,8 @@ import {
 } from "../../src/worker/query/engine/evaluate-sql";
 import type { Parameters } from "../../src/worker/query/sql/parameters";
 import type { StoreQuery, StoreQueryOutcome } from "../../src/worker/query/store/table-store";
+import type { SampleRows } from "../../src/worker/query/engine/estimate";
+import { firstRows, sampleItem } from "../../src/worker/query/engine/samples";
 
 /** A data item held in memory: its columns (name and type) and its stored bytes. */
 export interface MemoryItem {
@@ -102,6 +104,15 @@ export class MemorySource implements QuerySource {
   async queryStore(objectKey: string, request: StoreQuery): Promise<StoreQueryOutcome> {
     this.opened.push(`store:${objectKey.slice(this.prefix.length)}`);
     return tableStoreStub(env, objectKey).query(request);
+  }
+
+  /** As the engine samples: a ready store's random rows (the real object), else the file's first rows. */
+  async sample(item: LoadableItem, used: ReadonlySet<string> | null, count: number): Promise<SampleRows> {
+    if (item.store?.state === "ready") return sampleItem(env, item, used, count);
+    const stream = this.stream(
+      item.objectKey.startsWith(this.prefix) ? item.objectKey.slice(this.prefix.length) : item.objectKey,
+    );
+    return stream ? firstRows(stream, item, used, count) : [];
   }
 
   /** Puts the item in R2 and builds its table store (unless told not to), once; its row count. */
@@ -297,4 +308,14 @@ export function seededRandom(seed: number): () => number {
 /** One CSV field, quoted when it must be (RFC 4180). */
 export function csvCell(value: string): string {
   return /[",\r\n]/.test(value) ? `"${value.replace(/"/g, '""')}"` : value;
+}
+
+/**
+ * A MemorySource whose samples are empty, so every estimate lets the query
+ * through: what is left to stop a misjudged query is the store's own limit.
+ */
+export class UnsampledSource extends MemorySource {
+  override async sample(): Promise<SampleRows> {
+    return [];
+  }
 }

@@ -346,6 +346,10 @@ export const QueryValidationResponse = withData(
     Engine: z.enum(["sqljs", "store"]).nullable().openapi({
       description: "The engine the planner would pick (a table store being built counts as store); null until planned",
     }),
+    EstimatedSeconds: z.number().nullable().openapi({
+      description:
+        "How long it would run in that engine, estimated by running it on samples of its data items and extrapolating to their sizes; a query in a table store estimated past QUERY_TIME_LIMIT_SECONDS is refused before it starts. Null when not valid, or when the samples could not tell",
+    }),
   }),
 );
 

@@ -4,6 +4,7 @@ import type { QueryLimits } from "../config";
 import { resultObjectKey } from "../storage/keys";
 import { isoSeconds, nowSeconds } from "../util/time";
 import { parseColumnImages } from "./engine/column-images";
+import { sampleItem } from "./engine/samples";
 import { evaluateSql, nameOf, type LoadableItem, type QuerySource } from "./engine/evaluate-sql";
 import { storedResultTarget } from "./result/stored-result";
 import { reuseKey, type ReadVersion } from "./reuse";
@@ -52,6 +53,7 @@ export async function runClaimedQuery(
       return object ? new Uint8Array(await object.arrayBuffer()) : null;
     },
     queryStore: (objectKey, request) => tableStoreStub(env, objectKey).query(request),
+    sample: (item, used, count) => sampleItem(env, item, used, count),
   };
   const key = await resultObjectKey(record.queryId);
   const target = storedResultTarget(env.BUCKET, key);

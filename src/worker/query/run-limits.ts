@@ -34,7 +34,7 @@ export async function transient<T>(what: string, run: () => Promise<T>): Promise
 export const OVERRUN_OPENINGS = {
   ran: "Failed: the query ran longer than the time limit",
   watchdog: "Failed: the query did not finish within the time limit",
-  estimated: "Failed: the query would run about",
+  estimated: "Failed: the query would run",
 } as const;
 
 /** Whether a failed query's message says it ran, or would have run, past the time limit. */

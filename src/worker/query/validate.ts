@@ -5,7 +5,16 @@ import { imagesToFetch } from "./engine/attach-images";
 import { declaredColumnTypes, keptDataType } from "./engine/declared-types";
 import { createTable } from "./engine/load-table";
 import { chooseEngine } from "./engine/plan";
-import { columnNames, fromImages, nameOf, namingAsTheUserDid, resolve, type LoadableItem } from "./engine/evaluate-sql";
+import {
+  columnNames,
+  estimateSeconds,
+  fromImages,
+  nameOf,
+  namingAsTheUserDid,
+  resolve,
+  type LoadableItem,
+} from "./engine/evaluate-sql";
+import { sampleItem } from "./engine/samples";
 import { findQueryItem } from "./run-claimed-query";
 import { queryTextProblem, type QueryText } from "./query-text";
 import { checkReadOnly } from "./sql/read-only";
@@ -32,11 +41,13 @@ export interface Validation {
   columns: ValidatedColumn[];
   dataItems: ValidatedItem[];
   engine: "sqljs" | "store" | null;
+  /** Seconds the run would take, estimated from samples (engine/estimate.ts); null when unknown. */
+  estimatedSeconds: number | null;
 }
 
 /** A validation that found the query invalid: its message, and what it found before that. */
 export function invalid(message: string, more: Partial<Validation> = {}): Validation {
-  return { valid: false, message, columns: [], dataItems: [], engine: null, ...more };
+  return { valid: false, message, columns: [], dataItems: [], engine: null, estimatedSeconds: null, ...more };
 }
 
 /**
@@ -44,8 +55,8 @@ export function invalid(message: string, more: Partial<Validation> = {}): Valida
  * in the same order and with the same messages, as `POST /v1/query` (400)
  * and the engine before it loads anything (evaluate-sql.ts): the request, the
  * names through `viewer`'s view of the catalog, the parameters, the plan,
- * and one read-only statement prepared on empty tables of the right types.
- * Reads only the catalog; loads no data and steps no statement of the query.
+ * and one read-only statement prepared on empty tables of the right types;
+ * then the estimate of its time, from runs on samples of its data items.
  */
 export async function validateQuery(
   env: Env,
@@ -98,12 +109,22 @@ export async function validateQuery(
         ? "sql.js"
         : `the table store of ${nameOf(resolved.references[host]!)}${choice.engine === "wait" ? " once it is built" : ""}`;
     const bytes = dataItems.reduce((sum, item) => sum + item.bytes, 0);
+    // A sample that cannot be read leaves the estimate unknown; the query is valid all the same.
+    const estimate = await estimateSeconds(instance, resolved, host, (item, used, count) =>
+      sampleItem(env, item, used, count),
+    ).catch(() => null);
+    const seconds = estimate && Math.round(estimate.seconds * 1000) / 1000;
+    const over =
+      estimate && host !== null && estimate.seconds > limits.timeLimitMs / 1000
+        ? ` It would be refused: that is past the time limit of ${limits.timeLimitMs / 1000} s (QUERY_TIME_LIMIT_SECONDS).`
+        : "";
     return {
       valid: true,
-      message: `Valid: ${columns.length} column${columns.length === 1 ? "" : "s"}; it would run in ${where} and read ${bytes} bytes from storage.`,
+      message: `Valid: ${columns.length} column${columns.length === 1 ? "" : "s"}; it would run in ${where} and read ${bytes} bytes from storage${estimate ? `, for about ${seconds} s (estimated from samples)` : ""}.${over}`,
       columns,
       dataItems,
       engine,
+      estimatedSeconds: seconds,
     };
   } catch (error) {
     // As the engine: SQLite's own errors on the empty tables (too many columns, …).

@@ -14,6 +14,7 @@ import {
   MemoryTarget,
   runEngine,
   storedSchema,
+  UnsampledSource,
   type MemoryItem,
 } from "../../support/engine";
 import { stateOf } from "../../support/query";
@@ -45,8 +46,8 @@ const ITEMS: Record<string, MemoryItem> = { "a.d.big": BIG, "a.d.small": SMALL }
 const ENDLESS =
   "WITH RECURSIVE r(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM r WHERE x < 100000000 AND x < (SELECT max(n) FROM a.d.big) * 100000) SELECT x, label FROM r JOIN a.d.big ON n = 1";
 
-function storeRun(sql: string, limits: Partial<QueryLimits> = {}) {
-  const source = new MemorySource(ITEMS, "store");
+function storeRun(sql: string, limits: Partial<QueryLimits> = {}, Source = MemorySource) {
+  const source = new Source(ITEMS, "store");
   return runEngine(sql, ITEMS, { mode: "store", source, limits }).then((run) => ({ ...run, source }));
 }
 
@@ -55,10 +56,21 @@ function messageOf(outcome: { ok: boolean; message?: string }): string | null {
 }
 
 describe("limits in a table store", () => {
-  it("should stop a query producing rows past QUERY_TIME_LIMIT_SECONDS, and write no result", async () => {
+  it("should refuse before it starts a query estimated to run past QUERY_TIME_LIMIT_SECONDS", async () => {
+    const run = await storeRun(ENDLESS, { timeLimitMs: 500 });
+
+    expect(run.outcome).toMatchObject({ engine: "store", ok: false, cancelled: false });
+    expect(messageOf(run.outcome)).toMatch(
+      /^Failed: the query would run (about|at least) [\d.,]+ s in the table store of a\.d\.big \(estimated from \d+ sampled rows\), past the time limit of 0\.5 s \(QUERY_TIME_LIMIT_SECONDS\), so it was not started\./,
+    );
+    expect(run.source.opened).toEqual([]);
+    expect(run.csv).toBe("");
+  });
+
+  it("should stop a query the estimate let through once it produces rows past QUERY_TIME_LIMIT_SECONDS, and write no result", async () => {
     const started = Date.now();
 
-    const run = await storeRun(ENDLESS, { timeLimitMs: 500 });
+    const run = await storeRun(ENDLESS, { timeLimitMs: 500 }, UnsampledSource);
 
     expect(run.outcome).toMatchObject({ engine: "store", ok: false, cancelled: false });
     expect(messageOf(run.outcome)).toBe(

@@ -119,6 +119,10 @@ class PartlyStored implements QuerySource {
     return this.inner.queryStore(objectKey, request);
   }
 
+  sample(item: LoadableItem, used: ReadonlySet<string> | null, count: number) {
+    return this.inner.sample(item, used, count);
+  }
+
   get opened(): readonly string[] {
     return this.inner.opened;
   }

@@ -49,6 +49,7 @@ queryValidateRoutes.openapi(
             Bytes: item.bytes,
           })),
           Engine: validation.engine,
+          EstimatedSeconds: validation.estimatedSeconds,
         },
       },
       200,

@@ -3,7 +3,7 @@ import type { QueryLimits } from "../../config";
 import type { DataTypeName } from "../../ingest/value-types";
 import type { ResultColumn } from "../query-record";
 import type { ResultTarget } from "../result/writer";
-import { Stop, transient, TransientError } from "../run-limits";
+import { limitStops, OVERRUN_OPENINGS, Stop, transient, TransientError } from "../run-limits";
 import { checkReadOnly } from "../sql/read-only";
 import { internalTableName } from "../sql/internal-names";
 import { bindParameters, type BoundValue } from "../sql/parameters";
@@ -11,11 +11,13 @@ import { columnsUsed, rewriteTableNames, type DataItemReference } from "../sql/t
 import { tokenize, type Token } from "../sql/tokenizer";
 import { retireIfGrown, sqliteInstanceFor, type SqliteInstance } from "../sqlite";
 import { guardStatements } from "../sqlite-guard";
+import { compoundsForStore } from "../store/compound-terms";
 import type { StoreQuery, StoreQueryOutcome } from "../store/table-store";
 import type { QueryText } from "../query-text";
 import { AttachedImages } from "./attach-images";
 import { createSlotsTable } from "./column-images";
 import { declaredColumnTypes, keptDataType } from "./declared-types";
+import { estimateWork, SAMPLE_ROWS, type SampleRows } from "./estimate";
 import { executeStatement, stepThrough } from "./execute-statement";
 import { quoteIdentifier } from "../table-layout";
 import { createTable, loadTable, type TableToLoad } from "./load-table";
@@ -29,6 +31,17 @@ export { MAX_VALUE_BYTES, VM_STEPS_PER_SECOND, type RunControl, type RunStats } 
 export interface LoadableItem extends PlannedItem {
   objectKey: string;
 }
+
+/**
+ * A table store's speed, for estimates: SQLite virtual-machine steps a
+ * second natively (above sql.js's), and bytes of CSV a second it copies in
+ * of another item (bench/README.md, "Estimates").
+ */
+const STORE_STEPS_PER_SECOND = 400_000_000;
+const STORE_BRING_IN_BYTES_PER_SECOND = 100_000_000;
+/** sql.js's: steps a second (a common rate, run-guard.ts) and bytes of CSV a second it loads. */
+const SQLJS_STEPS_PER_SECOND = 60_000_000;
+const SQLJS_LOAD_BYTES_PER_SECOND = 60_000_000;
 
 /** sql.js attaches at most this many databases to one connection (SQLite's default SQLITE_MAX_ATTACHED). */
 const MAX_ATTACHED = 10;
@@ -47,6 +60,8 @@ export interface QuerySource {
   openImage(key: string): Promise<Uint8Array | null>;
   /** Runs a query in the table store of the version stored under `objectKey`. */
   queryStore(objectKey: string, request: StoreQuery): Promise<StoreQueryOutcome>;
+  /** Up to `count` rows of an item, in the columns the query uses (engine/samples.ts), to estimate its work. */
+  sample(item: LoadableItem, used: ReadonlySet<string> | null, count: number): Promise<SampleRows>;
 }
 
 export type Engine = "sqljs" | "store";
@@ -75,6 +90,7 @@ export type Resolved = {
 /** One run's shared parts: its limits, stats, guard and database on the empty (or loaded) tables. */
 interface Run {
   io: Io;
+  instance: SqliteInstance;
   limits: QueryLimits;
   clock: () => number;
   stats: RunStats;
@@ -132,6 +148,7 @@ export async function evaluateSql(
     });
     const run: Run = {
       io,
+      instance,
       limits,
       clock,
       stats,
@@ -385,10 +402,17 @@ async function runInStore(run: Run, host: number): Promise<PhaseOutcome> {
   await stepThrough(run.db, resolved.bound, run.guard);
   run.guard.during = "";
   const hostItem = resolved.items[host]!;
+  await io.control.progress(
+    `Running: estimating the work in the table store of ${nameOf(resolved.references[host]!)}.`,
+  );
+  const estimate = await estimateSeconds(run.instance, resolved, host, io.source.sample.bind(io.source));
+  if (estimate && estimate.seconds > limits.timeLimitMs / 1000)
+    return { ok: false, cancelled: false, message: overEstimate(estimate, limits, nameOf(resolved.references[host]!)) };
   await io.control.progress(`Running: in the table store of ${nameOf(resolved.references[host]!)}.`);
   const request: StoreQuery = {
     queryId: io.queryId,
-    sql: resolved.bound.sql,
+    // A store allows fewer compound terms than sql.js; longer compounds are nested (store/compound-terms.ts).
+    sql: compoundsForStore(run.db, resolved.bound.sql),
     values: resolved.bound.values,
     names,
     declaredTypes: declared,
@@ -418,6 +442,13 @@ async function runInStore(run: Run, host: number): Promise<PhaseOutcome> {
   try {
     outcome = await io.source.queryStore(hostItem.objectKey, request);
   } catch (error) {
+    // A store reset for running past the limit (its CPU limit; locally, its process restarted) is not tried again.
+    if (clock() - run.guard.startedAt >= limits.timeLimitMs)
+      return {
+        ok: false,
+        cancelled: false,
+        message: `${limitStops.time(limits).message.slice(0, -1)}; the table store was reset.`,
+      };
     if ((error as { retryable?: boolean }).retryable) throw new TransientError(`the table store: ${String(error)}`);
     return {
       ok: false,
@@ -434,6 +465,57 @@ async function runInStore(run: Run, host: number): Promise<PhaseOutcome> {
   stats.executeMs = outcome.executeMs;
   stats.writeMs = outcome.writeMs;
   return { ok: true, rowCount: outcome.rowCount, size: outcome.size, columns: outcome.columns };
+}
+
+/** A run's estimated seconds, and whether that is only a floor (the smallest sample already ran long). */
+export interface RunEstimate {
+  seconds: number;
+  atLeast: boolean;
+  sampledRows: number;
+}
+
+/**
+ * Estimates a run's seconds from samples of its tables (estimate.ts): in a
+ * table store (`host`: the item whose store runs it) its steps at the
+ * store's rate plus copying in the other items; in sql.js its steps at
+ * sql.js's rate plus loading every item. The rates are on the fast side of
+ * what the bench measured, so a refusal is a clear overrun. Null when the
+ * samples could not tell.
+ */
+export async function estimateSeconds(
+  instance: SqliteInstance,
+  resolved: Pick<Resolved, "references" | "items" | "used" | "bound">,
+  host: number | null,
+  sample: QuerySource["sample"],
+): Promise<RunEstimate | null> {
+  const samples = await Promise.all(
+    resolved.items.map((item, i) =>
+      transient("sampling a data item", () => sample(item, resolved.used[i]!, SAMPLE_ROWS)),
+    ),
+  );
+  const tables = resolved.references.map((reference, i) => ({
+    name: reference.alias,
+    layout: resolved.items[i]!.layout,
+    columns: resolved.used[i]!,
+  }));
+  const rows = resolved.items.map((item, i) => Math.max(item.rows, samples[i]!.length));
+  const work = await estimateWork(instance, tables, rows, samples, resolved.bound);
+  if (!work) return null;
+  const loading = resolved.items.reduce(
+    (sum, item, i) =>
+      i === host
+        ? sum
+        : sum + item.bytes / (host === null ? SQLJS_LOAD_BYTES_PER_SECOND : STORE_BRING_IN_BYTES_PER_SECOND),
+    0,
+  );
+  const rate = host === null ? SQLJS_STEPS_PER_SECOND : STORE_STEPS_PER_SECOND;
+  return { seconds: work.steps / rate + loading, atLeast: "atLeast" in work, sampledRows: work.sampledRows };
+}
+
+function overEstimate(estimate: RunEstimate, limits: QueryLimits, name: string): string {
+  const seconds =
+    estimate.seconds >= 100 ? Math.round(estimate.seconds).toLocaleString("en-US") : estimate.seconds.toFixed(1);
+  return `${OVERRUN_OPENINGS.estimated} ${estimate.atLeast ? "at least" : "about"} ${seconds} s in the table store of ${name} (estimated from ${estimate.sampledRows} sampled rows), past the time limit of ${limits.timeLimitMs / 1000} s (QUERY_TIME_LIMIT_SECONDS), so it was not started. Make it do less: filter rows before joining, join on a key, or aggregate first.`;
 }
 
 /** The result's column names as SQLite gives them for the statement, prepared and not run. */

@@ -143,6 +143,28 @@ export class TableStore extends DurableObject<Env> {
     return { ok: true, rows: filled.rows, bytes: sql.databaseSize };
   }
 
+  /**
+   * About `count` rows picked at random (rowids drawn with repetition, so a
+   * few fewer), of the named columns, for estimating a query's work
+   * (engine/estimate.ts). Empty before the store is built.
+   */
+  async sample(columns: string[], count: number): Promise<unknown[][]> {
+    const built = await this.ctx.storage.get<Built>(BUILT_KEY);
+    if (!built || columns.length === 0 || columns.length > STORE_MAX_COLUMNS) return [];
+    const { sql } = this.ctx.storage;
+    const table = quoteIdentifier(built.table);
+    const last = Number(sql.exec<{ last: number | null }>(`SELECT max(rowid) AS last FROM ${table}`).one().last ?? 0);
+    if (last === 0) return [];
+    const rows = sql.exec(
+      `WITH RECURSIVE draw(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM draw WHERE n < ?)
+       SELECT ${columns.map(quoteIdentifier).join(", ")} FROM ${table}
+       WHERE rowid IN (SELECT abs(random() % ?) + 1 FROM draw)`,
+      Math.min(count, last),
+      last,
+    );
+    return [...rows.raw()];
+  }
+
   /** Runs one query over this store's rows (and the other items it names, brought in) into its result object. */
   async query(request: StoreQuery): Promise<StoreQueryOutcome> {
     const built = await this.ctx.storage.get<Built>(BUILT_KEY);

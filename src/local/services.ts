@@ -1,0 +1,209 @@
+/**
+ * The local service as `npm run dev` runs it: the three Workers in three
+ * `wrangler dev` processes sharing one local state (D1, R2, queues and
+ * Durable Objects reach each other through wrangler's dev registry).
+ *
+ * workerd runs all the Workers of one process on one thread, and a SQLite
+ * statement cannot be interrupted, so a long statement would hold every
+ * request of its process. Apart, the API answers while the engine or a
+ * table store works. A table store held by one statement past the query
+ * time limit is restarted, as a deployed object past its CPU limit is reset.
+ */
+import { spawn, type ChildProcess } from "node:child_process";
+import { readFileSync } from "node:fs";
+import { createServer } from "node:net";
+import { join } from "node:path";
+
+export type WorkerName = "api" | "engine" | "store";
+
+const CONFIGS: Record<WorkerName, string> = {
+  api: "wrangler.toml",
+  engine: "wrangler.engine.toml",
+  store: "wrangler.store.toml",
+};
+/** The API Worker's settings a local run always has: development mode; one query per user in the engine. */
+export const LOCAL_VARS = { ENVIRONMENT: "development", QUERY_MAX_RUNNING_PER_USER: "1" };
+/** A store not answering for the time limit plus this is held by a statement no query may run that long. */
+const STORE_STUCK_MARGIN_MS = 5_000;
+const LIVENESS_EVERY_MS = 1_000;
+const LIVENESS_PATH = "/.dqs-liveness";
+
+export interface LocalServiceOptions {
+  /** The project folder wrangler runs from. */
+  cwd: string;
+  env: NodeJS.ProcessEnv;
+  /** Where the API answers. */
+  port: number;
+  /** The local state folder (--persist-to) the three processes share. */
+  state: string;
+  /** The API Worker's vars beyond LOCAL_VARS. */
+  vars?: Record<string, string>;
+  /** More `wrangler dev` arguments for the API process. */
+  apiArgs?: string[];
+  /** Each process's output, as it comes. */
+  onOutput?: (worker: WorkerName, text: string) => void;
+}
+
+export interface LocalService {
+  url: string;
+  /** Process ids of the three `wrangler dev` processes (each the leader of its own group). */
+  pids(): Record<WorkerName, number | undefined>;
+  /** How often the table store process was restarted after a statement held it past the time limit. */
+  storeRestarts(): number;
+  stop(): Promise<void>;
+}
+
+/** Starts the three processes and resolves once the API answers; throws with their output if one fails first. */
+export async function startLocalService(options: LocalServiceOptions): Promise<LocalService> {
+  const vars = { ...LOCAL_VARS, ...options.vars };
+  const timeLimitMs = timeLimitSeconds(options.cwd, vars) * 1000;
+  const ports = { api: options.port, engine: await freePort(), store: await freePort() };
+  const children = new Map<WorkerName, ChildProcess>();
+  let stopping = false;
+  let restarts = 0;
+  let watch: ReturnType<typeof setInterval> | undefined;
+
+  const args = (worker: WorkerName, inspectorPort: number): string[] => [
+    "dev",
+    "-c",
+    CONFIGS[worker],
+    "--ip",
+    "127.0.0.1",
+    "--port",
+    String(ports[worker]),
+    "--inspector-port",
+    String(inspectorPort),
+    "--persist-to",
+    options.state,
+    "--show-interactive-dev-session=false",
+    ...(worker === "api"
+      ? [...Object.entries(vars).flatMap(([k, v]) => ["--var", `${k}:${v}`]), ...(options.apiArgs ?? [])]
+      : []),
+  ];
+  const launch = async (worker: WorkerName) => {
+    const child = spawn(join(options.cwd, "node_modules/.bin/wrangler"), args(worker, await freePort()), {
+      cwd: options.cwd,
+      env: options.env,
+      stdio: ["ignore", "pipe", "pipe"],
+      detached: true,
+    });
+    children.set(worker, child);
+    // wrangler logs every request; the liveness checks would drown the rest.
+    const output = (chunk: Buffer) => {
+      const text = chunk.toString().replace(new RegExp(`^.*${LIVENESS_PATH}.*\\n`, "gm"), "");
+      if (text) options.onOutput?.(worker, text);
+    };
+    child.stdout?.on("data", output);
+    child.stderr?.on("data", output);
+    return child;
+  };
+
+  const stop = async () => {
+    stopping = true;
+    clearInterval(watch);
+    await Promise.all([...children.values()].map(endGroup));
+  };
+
+  for (const worker of ["store", "engine", "api"] as const) await launch(worker);
+  const url = `http://127.0.0.1:${ports.api}`;
+  try {
+    await until(async () => {
+      for (const [worker, child] of children)
+        if (child.exitCode !== null) throw new Error(`the ${worker} Worker's wrangler dev exited early`);
+      return (
+        (await answers(`${url}/v1/openapi.json`, 2_000)) &&
+        (await answers(`http://127.0.0.1:${ports.store}${LIVENESS_PATH}`))
+      );
+    }, 120_000);
+  } catch (error) {
+    await stop();
+    throw error;
+  }
+
+  // The store's liveness: a process that has not answered for the time limit plus a margin is restarted.
+  let storeAnsweredAt = Date.now();
+  let checking = false;
+  watch = setInterval(async () => {
+    if (checking || stopping) return;
+    checking = true;
+    try {
+      if (await answers(`http://127.0.0.1:${ports.store}${LIVENESS_PATH}`, LIVENESS_EVERY_MS))
+        storeAnsweredAt = Date.now();
+      else if (Date.now() - storeAnsweredAt > timeLimitMs + STORE_STUCK_MARGIN_MS && !stopping) {
+        restarts++;
+        options.onOutput?.(
+          "store",
+          `[dqs] The table store process answered nothing for over ${Math.round((Date.now() - storeAnsweredAt) / 1000)} s (the query time limit is ${timeLimitMs / 1000} s): a statement held it. Restarting it.\n`,
+        );
+        await endGroup(children.get("store")!);
+        if (!stopping) await launch("store");
+        storeAnsweredAt = Date.now();
+      }
+    } finally {
+      checking = false;
+    }
+  }, LIVENESS_EVERY_MS);
+
+  return {
+    url,
+    pids: () => ({
+      api: children.get("api")?.pid,
+      engine: children.get("engine")?.pid,
+      store: children.get("store")?.pid,
+    }),
+    storeRestarts: () => restarts,
+    stop,
+  };
+}
+
+/** QUERY_TIME_LIMIT_SECONDS as the API Worker will have it: a --var given, else wrangler.toml's. */
+function timeLimitSeconds(cwd: string, vars: Record<string, string>): number {
+  const given = Number(vars.QUERY_TIME_LIMIT_SECONDS);
+  if (given > 0) return given;
+  const configured = readFileSync(join(cwd, CONFIGS.api), "utf8").match(/^QUERY_TIME_LIMIT_SECONDS\s*=\s*"(\d+)"/m);
+  return Number(configured?.[1] ?? 120);
+}
+
+/** Ends a process group: SIGTERM, then SIGKILL after 5 s. */
+async function endGroup(child: ChildProcess): Promise<void> {
+  if (child.exitCode !== null || child.signalCode !== null || !child.pid) return;
+  const exited = new Promise((resolve) => child.once("exit", resolve));
+  const signal = (name: NodeJS.Signals) => {
+    try {
+      process.kill(-child.pid!, name);
+    } catch {
+      // already gone
+    }
+  };
+  signal("SIGTERM");
+  await Promise.race([exited, new Promise((resolve) => setTimeout(resolve, 5_000))]);
+  if (child.exitCode === null && child.signalCode === null) signal("SIGKILL");
+}
+
+async function answers(url: string, timeoutMs = 2_000): Promise<boolean> {
+  try {
+    return (await fetch(url, { signal: AbortSignal.timeout(timeoutMs) })).ok;
+  } catch {
+    return false;
+  }
+}
+
+async function until(ready: () => Promise<boolean>, timeoutMs: number): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!(await ready())) {
+    if (Date.now() > deadline) throw new Error(`the local service did not become ready in ${timeoutMs / 1000} s`);
+    await new Promise((resolve) => setTimeout(resolve, 250));
+  }
+}
+
+/** A TCP port on 127.0.0.1 that nothing listens on right now. */
+export async function freePort(): Promise<number> {
+  return new Promise((done, fail) => {
+    const server = createServer();
+    server.once("error", fail);
+    server.listen(0, "127.0.0.1", () => {
+      const address = server.address();
+      server.close(() => done(typeof address === "object" && address ? address.port : 0));
+    });
+  });
+}
