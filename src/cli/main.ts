@@ -4,7 +4,7 @@ import { version } from "../../package.json";
 import { authCommands } from "./commands/auth";
 import { dataCommands } from "./commands/data";
 import { datasetCommands } from "./commands/datasets";
-import { queryCommands } from "./commands/query";
+import { queryCommands, QueryStillRunningError } from "./commands/query";
 import { webhookCommands } from "./commands/webhooks";
 import { InvalidQueryError, UsageError, type GlobalOptions } from "./context";
 import { LoginFailedError } from "./loopback";
@@ -12,7 +12,7 @@ import { json } from "./output";
 import { DEFAULT_PROFILE, TokenFileError } from "./token-file";
 
 /** Exit codes: documented in README ("Use it from the command line"). */
-export const EXIT = { ok: 0, error: 1, usage: 2, unauthorized: 3, query: 4 } as const;
+export const EXIT = { ok: 0, error: 1, usage: 2, unauthorized: 3, query: 4, stillRunning: 5 } as const;
 
 /** The `dqs` program: every command, with the options all of them take. */
 export function buildProgram(): Command {
@@ -60,6 +60,7 @@ function describe(error: unknown): { code: number; message: string; status: numb
     const id = error.code >= 500 && error.requestId ? ` [request ${error.requestId}]` : "";
     return { code: EXIT.error, message: `${error.message}${id}`, status: error.code };
   }
+  if (error instanceof QueryStillRunningError) return { code: EXIT.stillRunning, message: error.message, status: null };
   if (error instanceof DqsQueryError || error instanceof InvalidQueryError)
     return { code: EXIT.query, message: error.message, status: null };
   if (error instanceof UsageError) return { code: EXIT.usage, message: error.message, status: null };

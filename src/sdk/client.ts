@@ -1,4 +1,4 @@
-import { DqsApiError, DqsQueryError } from "./errors";
+import { DqsApiError, DqsNetworkError, DqsQueryError } from "./errors";
 import { uploadBody, type UploadData, type UploadOptions } from "./multipart";
 import { rowsOfPage, type ResultColumn, type Row } from "./rows";
 import { tokenSetFromWire, type TokenSet } from "./tokens";
@@ -35,7 +35,10 @@ export interface QueryOptions {
    * without the sigil), an array for `?` and `?NNN`. Send a 64-bit integer beyond 2^53 as a string.
    */
   parameters?: QueryParameters;
-  /** Seconds to wait for the query to end (default 300); then a DqsQueryError with reason "timeout". */
+  /**
+   * Seconds to wait for the query to end (default 300), every request included: a request still unanswered then
+   * is abandoned, and a DqsQueryError with reason "timeout" names the query.
+   */
   wait?: number;
   /** Sent as Idempotency-Key; default a new random one, so a retried submit cannot run the query twice. */
   idempotencyKey?: string;
@@ -81,7 +84,10 @@ const DEFAULT_WAIT_SECONDS = 300;
 /** Polling starts fast and backs off: most queries end within a second, long ones need no tight loop. */
 const FIRST_POLL_MS = 200;
 const MAX_POLL_MS = 2000;
-/** The service holds a submit this long for a query that ends at once (Prefer: wait, RFC 7240). */
+/**
+ * The service holds a submit this long for a query that ends at once (Prefer: wait, RFC 7240); at most
+ * the caller's own wait less a second, for the service may answer a little after its wait.
+ */
 const SUBMIT_WAIT_SECONDS = 2;
 /** Rows per page when reading a whole result (the service's most): fewest round trips. */
 const PAGE_ROWS = 10_000;
@@ -318,6 +324,7 @@ export class DqsClient {
       parameters?: QueryParameters;
       callback?: string;
       reuse?: boolean;
+      signal?: AbortSignal;
     } = {},
   ): Promise<{ queryId: string; message: string; state?: QueryState; firstPage?: ResultRowsPage }> {
     const headers: Record<string, string> = {};
@@ -331,6 +338,7 @@ export class DqsClient {
         Reuse: options.reuse,
       },
       headers,
+      signal: options.signal,
     });
     return {
       queryId: body.Data.QueryId,
@@ -365,8 +373,11 @@ export class DqsClient {
   }
 
   /** GET /query/{QueryId}/status. */
-  async queryStatus(queryId: string): Promise<QueryStatus> {
-    const { body } = await this.transport.json("get", "/query/{QueryId}/status", { params: { QueryId: queryId } });
+  async queryStatus(queryId: string, options: { signal?: AbortSignal } = {}): Promise<QueryStatus> {
+    const { body } = await this.transport.json("get", "/query/{QueryId}/status", {
+      params: { QueryId: queryId },
+      signal: options.signal,
+    });
     return body.Data;
   }
 
@@ -435,22 +446,37 @@ export class DqsClient {
   /**
    * Polls a query's status, backing off from 200 ms to 2 s, until it ends.
    * Resolves with the status of a succeeded query; throws DqsQueryError when
-   * it failed or was cancelled, or when `wait` seconds pass first.
+   * it failed or was cancelled, or when `wait` seconds pass first (a status
+   * request still unanswered then is abandoned).
    */
   async waitForQuery(queryId: string, options: Omit<QueryOptions, "idempotencyKey"> = {}): Promise<QueryStatus> {
-    const deadline = Date.now() + (options.wait ?? DEFAULT_WAIT_SECONDS) * 1000;
+    const wait = options.wait ?? DEFAULT_WAIT_SECONDS;
+    return this.pollUntil(queryId, Date.now() + wait * 1000, wait, options);
+  }
+
+  private async pollUntil(
+    queryId: string,
+    deadline: number,
+    wait: number,
+    options: Omit<QueryOptions, "idempotencyKey">,
+    submitted?: QueryState,
+  ): Promise<QueryStatus> {
     let delay = FIRST_POLL_MS;
+    let last: QueryStatus | null = null;
+    const timeout = () => {
+      const state = last?.Status ?? submitted;
+      const message = `Query ${queryId} is still ${state ?? "queued or running"} after ${wait} s; ask again with its id.`;
+      return last ? new DqsQueryError("timeout", last, message) : new DqsQueryError("timeout", null, message, queryId);
+    };
     for (;;) {
-      const status = await this.queryStatus(queryId);
+      const read = await beforeDeadline(deadline, options.signal, (signal) => this.queryStatus(queryId, { signal }));
+      if (!read) throw timeout();
+      const status = read.value;
+      last = status;
       options.onStatus?.(status);
       if (FINISHED.has(status.Status)) return settled(status);
       const left = deadline - Date.now();
-      if (left <= 0)
-        throw new DqsQueryError(
-          "timeout",
-          status,
-          `Query ${queryId} is still ${status.Status} after ${options.wait ?? DEFAULT_WAIT_SECONDS} s; ask again with its id.`,
-        );
+      if (left <= 0) throw timeout();
       await sleep(Math.min(delay, left), options.signal);
       delay = Math.min(delay * 1.5, MAX_POLL_MS);
     }
@@ -510,14 +536,21 @@ export class DqsClient {
     options: QueryOptions,
   ): Promise<{ status: QueryStatus; firstPage?: ResultRowsPage }> {
     const wait = options.wait ?? DEFAULT_WAIT_SECONDS;
-    const { queryId, firstPage } = await this.submitQuery(sql, {
-      parameters: options.parameters,
-      idempotencyKey: options.idempotencyKey ?? crypto.randomUUID(),
-      waitSeconds: Math.min(SUBMIT_WAIT_SECONDS, Math.floor(wait)),
-      callback: options.callback,
-      reuse: options.reuse,
-    });
-    return { status: await this.waitForQuery(queryId, { ...options, wait }), firstPage };
+    const deadline = Date.now() + wait * 1000;
+    const submitted = await beforeDeadline(deadline, options.signal, (signal) =>
+      this.submitQuery(sql, {
+        parameters: options.parameters,
+        idempotencyKey: options.idempotencyKey ?? crypto.randomUUID(),
+        waitSeconds: Math.max(0, Math.min(SUBMIT_WAIT_SECONDS, Math.floor(wait) - 1)),
+        callback: options.callback,
+        reuse: options.reuse,
+        signal,
+      }),
+    );
+    if (!submitted)
+      throw new DqsNetworkError(new URL(this.baseUrl).origin, `the submit was not answered within ${wait} s`);
+    const { queryId, state, firstPage } = submitted.value;
+    return { status: await this.pollUntil(queryId, deadline, wait, options, state), firstPage };
   }
 }
 
@@ -527,6 +560,34 @@ function settled(status: QueryStatus): QueryStatus {
   // The service's message already says "Failed: …"; the error says it once.
   const message = status.Message.replace(/^Failed: /, "");
   throw new DqsQueryError(reason, status, `Query ${status.QueryId} ${status.Status}: ${message}`);
+}
+
+/** Marks an abort at the caller's deadline, told apart from the caller's own signal. */
+const PAST_DEADLINE = new Error("past the deadline");
+
+/**
+ * Runs `call` with a signal that aborts at `deadline` (epoch ms) or with
+ * `outer`: its value, or null when the deadline cut it off.
+ */
+async function beforeDeadline<T>(
+  deadline: number,
+  outer: AbortSignal | undefined,
+  call: (signal: AbortSignal) => Promise<T>,
+): Promise<{ value: T } | null> {
+  outer?.throwIfAborted();
+  const controller = new AbortController();
+  const timer = setTimeout(() => controller.abort(PAST_DEADLINE), Math.max(0, deadline - Date.now()));
+  const stop = () => controller.abort(outer?.reason);
+  outer?.addEventListener("abort", stop, { once: true });
+  try {
+    return { value: await call(controller.signal) };
+  } catch (error) {
+    if (controller.signal.reason === PAST_DEADLINE) return null;
+    throw error;
+  } finally {
+    clearTimeout(timer);
+    outer?.removeEventListener("abort", stop);
+  }
 }
 
 function sleep(ms: number, signal?: AbortSignal): Promise<void> {

@@ -59,19 +59,24 @@ export class NotLoggedInError extends DqsApiError {
   }
 }
 
-/** A query that failed, was cancelled, or did not end within the time the caller would wait. */
+/**
+ * A query that failed, was cancelled, or did not end within the time the
+ * caller would wait ("timeout"). `query` is the status seen last: null only
+ * for a timeout before any status could be read.
+ */
 export class DqsQueryError extends Error {
   override name = "DqsQueryError";
+  readonly queryId: string;
 
+  constructor(reason: "failed" | "cancelled" | "timeout", query: QueryStatus, message: string);
+  constructor(reason: "timeout", query: null, message: string, queryId: string);
   constructor(
     readonly reason: "failed" | "cancelled" | "timeout",
-    readonly query: QueryStatus,
+    readonly query: QueryStatus | null,
     message: string,
+    queryId?: string,
   ) {
     super(message);
-  }
-
-  get queryId(): string {
-    return this.query.QueryId;
+    this.queryId = query?.QueryId ?? queryId ?? "";
   }
 }

@@ -30,6 +30,8 @@ export interface Call {
   replayable?: boolean;
   /** Whether the call carries the access token (default true). */
   auth?: boolean;
+  /** Aborts the request (and the reading of its answer). */
+  signal?: AbortSignal;
 }
 
 /** What a request may send: the body types every fetch takes. */
@@ -80,7 +82,7 @@ export class Transport {
       if (token) headers.set("authorization", `Bearer ${token}`);
       const body = call.body?.() ?? null;
       // Node's fetch wants `duplex` for a streamed body; other runtimes ignore it.
-      const init = { method: call.method, headers, body, redirect, duplex: "half" } as RequestInit;
+      const init = { method: call.method, headers, body, redirect, duplex: "half", signal: call.signal } as RequestInit;
       return this.send(new Request(url, init)).catch((error: unknown) => {
         throw networkError(String(url), error);
       });
@@ -110,6 +112,7 @@ export class Transport {
       body?: JsonRequest<P, M>;
       headers?: Record<string, string>;
       auth?: boolean;
+      signal?: AbortSignal;
     } = {},
   ): Promise<{ body: SuccessJson<P, M>; response: Response }> {
     const headers: Record<string, string> = { accept: "application/json", ...options.headers };
@@ -123,6 +126,7 @@ export class Transport {
       headers,
       body: json === undefined ? undefined : () => json,
       auth: options.auth,
+      signal: options.signal,
     });
     if (!response.ok) throw await DqsApiError.from(response);
     return { body: (await response.json()) as SuccessJson<P, M>, response };

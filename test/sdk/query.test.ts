@@ -83,8 +83,8 @@ describe("query()", () => {
 
     expect(error).toBeInstanceOf(DqsQueryError);
     expect(error.reason).toBe("failed");
-    expect(error.query.Status).toBe("failed");
-    expect(error.message).toBe(`Query ${error.queryId} failed: ${error.query.Message.replace(/^Failed: /, "")}`);
+    expect(error.query?.Status).toBe("failed");
+    expect(error.message).toBe(`Query ${error.queryId} failed: ${error.query?.Message.replace(/^Failed: /, "")}`);
     await expect(client.queryResult(error.queryId)).rejects.toMatchObject({ code: 400 });
   });
 

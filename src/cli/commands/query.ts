@@ -6,14 +6,15 @@ import { randomBytes } from "node:crypto";
 import { pipeline } from "node:stream/promises";
 import { Readable } from "node:stream";
 import ora from "ora";
-import type {
-  DqsClient,
-  QueryParameters,
-  QueryState,
-  QueryStatus,
-  QueryValidation,
-  ResultFormat,
-  WebhookDelivery,
+import {
+  DqsQueryError,
+  type DqsClient,
+  type QueryParameters,
+  type QueryState,
+  type QueryStatus,
+  type QueryValidation,
+  type ResultFormat,
+  type WebhookDelivery,
 } from "../../sdk";
 import { Context, InvalidQueryError, UsageError } from "../context";
 import { bytes, details, hiddenNote, json, layoutTable, oneLine, table, terminalWidth } from "../output";
@@ -37,6 +38,11 @@ const TABLE_ROWS_ELSEWHERE = 1000;
 /** Lines of a screen a table leaves free: the query's summary above it, its header, the note below it, the prompt. */
 const SCREEN_LINES_AROUND_TABLE = 4;
 
+/** `dqs query` stopped waiting while the query still runs: exit code 5 (main.ts), its id in the message. */
+export class QueryStillRunningError extends Error {
+  override name = "QueryStillRunningError";
+}
+
 const PARAM_HELP =
   'a placeholder\'s value, repeatable: NAME=VALUE for :NAME, @NAME, $NAME, or VALUE for each ? in order; VALUE is JSON (42, 1.5, true, null, "text"), else text';
 
@@ -46,7 +52,10 @@ export function queryCommands(program: Command): void {
     .command("query")
     .argument("<sql>", "one SELECT statement; name data items as ACCOUNT.DATASET.NAME")
     .description("run SQL and print or save the result (waits for it, showing its state)")
-    .option("--wait [seconds]", "how long to wait for the result (default 300; 0: only submit, as --no-wait)")
+    .option(
+      "--wait [seconds]",
+      "how long to wait for the query to end (default 300; 0: only submit, as --no-wait); still running then: exit code 5, with its id",
+    )
     .option("--no-wait", "only submit the query and print its id")
     .option("--param <value>", PARAM_HELP, collectParam, [])
     .option("--no-reuse", "run it even if an identical earlier query's result could answer it")
@@ -61,6 +70,10 @@ export function queryCommands(program: Command): void {
         "--format <format>",
         "csv, json, table, or ndjson, parquet, arrow (made by the service; default: table at a terminal, else csv)",
       ).choices(["csv", "json", "table", "ndjson", "parquet", "arrow"]),
+    )
+    .addHelpText(
+      "after",
+      "\nExit codes: 0 done; 4 the query failed or was cancelled (its message says why); 5 it was still running when\n--wait ran out: it goes on, follow it with dqs status QUERY_ID (or stop it with dqs cancel QUERY_ID).",
     )
     .action(async (sql: string, options: QueryCommandOptions, command: Command) =>
       query(Context.of(command), sql, options),
@@ -155,12 +168,27 @@ async function query(ctx: Context, sql: string, options: QueryCommandOptions): P
     throw new UsageError(`--format ${format} is binary: write it to a file with -o FILE, or pipe it.`);
 
   const reuse = options.reuse ? undefined : false;
-  const status = await withSpinner((onStatus) =>
-    client.runQuery(sql, { wait, onStatus, parameters, callback: options.callback, reuse }),
-  );
+  let status: QueryStatus;
+  try {
+    status = await withSpinner((onStatus) =>
+      client.runQuery(sql, { wait, onStatus, parameters, callback: options.callback, reuse }),
+    );
+  } catch (error) {
+    if (error instanceof DqsQueryError && error.reason === "timeout") return stillRunning(ctx, error, wait);
+    throw error;
+  }
   if (format === "table") return printTable(ctx, client, status, options.output, limit);
   await writeResult(client, status, format, options.output);
   if (options.output) await ctx.note(`Wrote ${status.RowCount ?? "the"} rows (${format}) to ${options.output}.`);
+}
+
+/** The wait is over and the query goes on: says so with its id and how to follow it, then exits with code 5. */
+async function stillRunning(ctx: Context, error: DqsQueryError, wait: number): Promise<never> {
+  const id = error.queryId;
+  const state = error.query?.Status ?? "queued or running";
+  const message = `Query ${id} is still ${state} after ${wait} s; it goes on: follow it with dqs status ${id} (stop it with dqs cancel ${id}).`;
+  if (ctx.json) await ctx.print({ QueryId: id, Status: error.query?.Status ?? null, Message: message }, () => "");
+  throw new QueryStillRunningError(message);
 }
 
 /** Shows the query's state while it runs: a spinner at a terminal, a line per state elsewhere. */
