@@ -48,6 +48,8 @@ export interface LocalService {
   url: string;
   /** Process ids of the three `wrangler dev` processes (each the leader of its own group). */
   pids(): Record<WorkerName, number | undefined>;
+  /** Ports of the DevTools inspector of each process (the store's changes when it is restarted). */
+  inspectorPorts(): Record<WorkerName, number | undefined>;
   /** How often the table store process was restarted after a statement held it past the time limit. */
   storeRestarts(): number;
   stop(): Promise<void>;
@@ -59,6 +61,7 @@ export async function startLocalService(options: LocalServiceOptions): Promise<L
   const timeLimitMs = timeLimitSeconds(options.cwd, vars) * 1000;
   const ports = { api: options.port, engine: await freePort(), store: await freePort() };
   const children = new Map<WorkerName, ChildProcess>();
+  const inspectors = new Map<WorkerName, number>();
   let stopping = false;
   let restarts = 0;
   let watch: ReturnType<typeof setInterval> | undefined;
@@ -81,7 +84,8 @@ export async function startLocalService(options: LocalServiceOptions): Promise<L
       : []),
   ];
   const launch = async (worker: WorkerName) => {
-    const child = spawn(join(options.cwd, "node_modules/.bin/wrangler"), args(worker, await freePort()), {
+    inspectors.set(worker, await freePort());
+    const child = spawn(join(options.cwd, "node_modules/.bin/wrangler"), args(worker, inspectors.get(worker)!), {
       cwd: options.cwd,
       env: options.env,
       stdio: ["ignore", "pipe", "pipe"],
@@ -150,6 +154,11 @@ export async function startLocalService(options: LocalServiceOptions): Promise<L
       api: children.get("api")?.pid,
       engine: children.get("engine")?.pid,
       store: children.get("store")?.pid,
+    }),
+    inspectorPorts: () => ({
+      api: inspectors.get("api"),
+      engine: inspectors.get("engine"),
+      store: inspectors.get("store"),
     }),
     storeRestarts: () => restarts,
     stop,

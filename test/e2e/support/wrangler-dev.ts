@@ -1,8 +1,10 @@
-import { spawn, spawnSync, type ChildProcess } from "node:child_process";
+import { spawnSync } from "node:child_process";
 import { mkdtempSync, rmSync } from "node:fs";
-import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
+import { freePort, startLocalService, type LocalService } from "../../../src/local/services";
+
+export { freePort };
 
 const ROOT = resolve(import.meta.dirname, "../../..");
 const WRANGLER = join(ROOT, "node_modules/.bin/wrangler");
@@ -10,6 +12,8 @@ const QUIET_ENV = { ...process.env, WRANGLER_SEND_METRICS: "false", NO_COLOR: "1
 
 export interface DevServer {
   url: string;
+  /** How often the table store process was restarted after a statement held it past the time limit. */
+  storeRestarts(): number;
   /** Everything wrangler printed so far, for failure messages. */
   output(): string;
   stop(): Promise<void>;
@@ -55,60 +59,37 @@ export function wranglerDevArgs(options: {
   ];
 }
 
-/** A TCP port on 127.0.0.1 that nothing listens on right now. */
-export async function freePort(): Promise<number> {
-  return new Promise((done, fail) => {
-    const server = createServer();
-    server.once("error", fail);
-    server.listen(0, "127.0.0.1", () => {
-      const address = server.address();
-      server.close(() => done(typeof address === "object" && address ? address.port : 0));
-    });
-  });
-}
-
 /**
- * Starts `wrangler dev` as a user would (`npm run dev`), with fresh local
- * state: migrations applied first, development mode on, on a free port.
+ * Starts the local service as a user would (`npm run dev`: the API, engine
+ * and table store Workers in three `wrangler dev` processes, src/local), with
+ * fresh local state and a dev registry of its own: migrations applied first,
+ * development mode on, on a free port.
  */
 export async function startWranglerDev(vars: Record<string, string> = {}): Promise<DevServer> {
   const state = mkdtempSync(join(tmpdir(), "dqs-e2e-"));
   applyLocalMigrations(WRANGLER, ROOT, state, QUIET_ENV);
-  const port = await freePort();
-  const child: ChildProcess = spawn(WRANGLER, wranglerDevArgs({ port, state, vars }), {
-    cwd: ROOT,
-    env: QUIET_ENV,
-    stdio: ["ignore", "pipe", "pipe"],
-    detached: true,
-  });
   let log = "";
-  child.stdout?.on("data", (chunk: Buffer) => (log += chunk.toString()));
-  child.stderr?.on("data", (chunk: Buffer) => (log += chunk.toString()));
-  const url = `http://127.0.0.1:${port}`;
-
-  const deadline = Date.now() + 90_000;
-  for (;;) {
-    if (child.exitCode !== null) throw new Error(`wrangler dev exited early:\n${log}`);
-    try {
-      const response = await fetch(`${url}/v1/openapi.json`);
-      if (response.ok) break;
-    } catch {
-      // not listening yet
-    }
-    if (Date.now() > deadline) throw new Error(`wrangler dev did not become ready:\n${log}`);
-    await new Promise((r) => setTimeout(r, 250));
+  let service: LocalService;
+  try {
+    service = await startLocalService({
+      cwd: ROOT,
+      // Other runs' Workers register under the same names; each run finds only its own.
+      env: { ...QUIET_ENV, WRANGLER_REGISTRY_PATH: join(state, "registry") },
+      port: await freePort(),
+      state,
+      vars,
+      onOutput: (worker, text) => (log += worker === "api" ? text : text.replace(/^(?=.)/gm, `[${worker}] `)),
+    });
+  } catch (error) {
+    rmSync(state, { recursive: true, force: true });
+    throw new Error(`wrangler dev did not become ready (${String(error)}):\n${log}`);
   }
-
   return {
-    url,
+    url: service.url,
     output: () => log,
+    storeRestarts: () => service.storeRestarts(),
     async stop() {
-      if (child.exitCode === null && child.pid) {
-        const exited = new Promise((r) => child.once("exit", r));
-        process.kill(-child.pid, "SIGTERM");
-        await Promise.race([exited, new Promise((r) => setTimeout(r, 5000))]);
-        if (child.exitCode === null) process.kill(-child.pid, "SIGKILL");
-      }
+      await service.stop();
       rmSync(state, { recursive: true, force: true });
     },
   };
