@@ -108,17 +108,21 @@ export async function startLocalService(options: LocalServiceOptions): Promise<L
     await Promise.all([...children.values()].map(endGroup));
   };
 
-  for (const worker of ["store", "engine", "api"] as const) await launch(worker);
   const url = `http://127.0.0.1:${ports.api}`;
+  // One at a time: processes opening the shared local state at once can find its databases locked.
+  const readiness: Record<WorkerName, () => Promise<boolean>> = {
+    store: () => answers(`http://127.0.0.1:${ports.store}${LIVENESS_PATH}`),
+    engine: () => answers(`http://127.0.0.1:${ports.engine}/`, 2_000, false),
+    api: () => answers(`${url}/v1/openapi.json`),
+  };
   try {
-    await until(async () => {
-      for (const [worker, child] of children)
+    for (const worker of ["store", "engine", "api"] as const) {
+      const child = await launch(worker);
+      await until(async () => {
         if (child.exitCode !== null) throw new Error(`the ${worker} Worker's wrangler dev exited early`);
-      return (
-        (await answers(`${url}/v1/openapi.json`, 2_000)) &&
-        (await answers(`http://127.0.0.1:${ports.store}${LIVENESS_PATH}`))
-      );
-    }, 120_000);
+        return readiness[worker]();
+      }, 120_000);
+    }
   } catch (error) {
     await stop();
     throw error;
@@ -189,9 +193,12 @@ async function endGroup(child: ChildProcess): Promise<void> {
   if (child.exitCode === null && child.signalCode === null) signal("SIGKILL");
 }
 
-async function answers(url: string, timeoutMs = 2_000): Promise<boolean> {
+/** Whether `url` answers (with a 2xx, unless any answer will do) within `timeoutMs`. */
+async function answers(url: string, timeoutMs = 2_000, okOnly = true): Promise<boolean> {
   try {
-    return (await fetch(url, { signal: AbortSignal.timeout(timeoutMs) })).ok;
+    const response = await fetch(url, { signal: AbortSignal.timeout(timeoutMs) });
+    await response.body?.cancel();
+    return response.ok || !okOnly;
   } catch {
     return false;
   }

@@ -54,12 +54,16 @@ export async function estimateWork(
     (fraction, i, all) => fraction * largest >= MIN_FIT_ROWS || i === all.length - 1,
   );
   const ended: { fraction: number; steps: number }[] = [];
+  let overAt: number | null = null;
   for (const fraction of fractions) {
     await new Promise((resolve) => setTimeout(resolve, 0));
     const counts = rowCounts.map((rows) => Math.min(rows, Math.max(1, Math.round(fraction * rows))));
     const steps = runOnSample(instance, tables, samples, counts, statement);
     if (steps === "failed") return null;
-    if (steps === "over") break;
+    if (steps === "over") {
+      overAt = fraction;
+      break;
+    }
     ended.push({ fraction, steps });
   }
   const sampledRows = samples.reduce((sum, rows) => sum + rows.length, 0);
@@ -71,15 +75,13 @@ export async function estimateWork(
   }
   if (last.fraction >= 1) return { steps: last.steps, exact: true, sampledRows };
   const before = ended.at(-2);
-  // Without two runs to compare, work is taken to grow with the rows.
-  const exponent =
-    before && before.steps > 0
-      ? Math.min(
-          MAX_EXPONENT,
-          Math.max(0, Math.log(last.steps / before.steps) / Math.log(last.fraction / before.fraction)),
-        )
-      : 1;
-  // A run that stopped at its budget after the last one that ended grows at least as fast as the fit says.
+  const growth = (from: { fraction: number; steps: number }, to: { fraction: number; steps: number }) =>
+    Math.log(Math.max(to.steps, 1) / Math.max(from.steps, 1)) / Math.log(to.fraction / from.fraction);
+  const fitted = before ? growth(before, last) : null;
+  // A run stopped at its budget grew at least this fast from the last one that ended.
+  const atLeast = overAt === null ? null : growth(last, { fraction: overAt, steps: STEPS_PER_SAMPLE_RUN });
+  // Without either, work is taken to grow with the rows.
+  const exponent = Math.min(MAX_EXPONENT, Math.max(0, fitted ?? atLeast ?? 1, atLeast ?? 0));
   return { steps: last.steps * (1 / last.fraction) ** exponent, exact: false, sampledRows };
 }
 
