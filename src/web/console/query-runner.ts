@@ -4,22 +4,25 @@ export const FINISHED = new Set<QueryStatus["Status"]>(["succeeded", "failed", "
 
 /**
  * How long the submit waits for a quick query to end (Prefer: wait): one
- * round trip for most; a longer one shows its live status (and Cancel) soon.
+ * round trip for most. The service answers within about a second more, and
+ * the page shows Cancel meanwhile; a longer query is then followed by polling.
  */
 const SUBMIT_WAIT_SECONDS = 1;
 
-/** POST /query with Prefer: wait and an Idempotency-Key (a retried submit never runs twice); the query's status. */
-export async function submitQuery(sql: string): Promise<QueryStatus> {
+/** POST /query with Prefer: wait and an Idempotency-Key (a retried submit never runs twice); the QueryId. */
+export async function submitQueryId(sql: string): Promise<string> {
   const submitted = await ok(
     api.POST("/query", {
       body: { Sql: sql },
       headers: { Prefer: `wait=${SUBMIT_WAIT_SECONDS}`, "Idempotency-Key": crypto.randomUUID() },
     }),
   );
-  // Where the API answers with the status too (the "query API for programs" issue), no second call is needed.
-  const inline = (submitted.Data as { Status?: unknown }).Status;
-  if (inline && typeof inline === "object") return inline as QueryStatus;
-  return queryStatus(submitted.Data.QueryId);
+  return submitted.Data.QueryId;
+}
+
+/** Submits SQL (as submitQueryId); the query's status. */
+export async function submitQuery(sql: string): Promise<QueryStatus> {
+  return queryStatus(await submitQueryId(sql));
 }
 
 export async function queryStatus(queryId: string): Promise<QueryStatus> {

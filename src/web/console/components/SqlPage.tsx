@@ -4,7 +4,7 @@ import type { QueryStatus } from "../api";
 import { completionSchema } from "../catalog-names";
 import { editorState } from "../editor-store";
 import { formatBytes, formatCount, queryTiming } from "../format";
-import { cancelQuery, FINISHED, followQuery, queryStatus, submitQuery } from "../query-runner";
+import { cancelQuery, FINISHED, followQuery, queryStatus, submitQueryId } from "../query-runner";
 import { loadResult, type ResultData } from "../results";
 import { useSession } from "./App";
 import { sqlName } from "../sql-names";
@@ -23,6 +23,9 @@ export function SqlPage() {
   const [loadingRows, setLoadingRows] = useState(false);
   const run = useRef<AbortController | null>(null);
   const [submitting, setSubmitting] = useState(false);
+  // The query being started, once the submit has answered; Cancel clicked before that cancels it then.
+  const started = useRef<{ queryId: string | null; cancel: boolean }>({ queryId: null, cancel: false });
+  const [cancelling, setCancelling] = useState(false);
   const editor = useLazy(() => import("./Editor"));
   const running = submitting || (status !== null && !FINISHED.has(status.Status));
 
@@ -51,21 +54,33 @@ export function SqlPage() {
     setError(null);
     setResult(null);
     setStatus(null);
+    started.current = { queryId: null, cancel: false };
+    setCancelling(false);
     setSubmitting(true);
     try {
-      const first = await submitQuery(editorState.sql).finally(() => setSubmitting(false));
-      editorState.queryId = first.QueryId;
+      const queryId = await submitQueryId(editorState.sql);
+      editorState.queryId = queryId;
+      started.current.queryId = queryId;
+      if (started.current.cancel) await cancelQuery(queryId).catch((caught) => setError(messageOf(caught)));
+      const first = await queryStatus(queryId).finally(() => setSubmitting(false));
       await show(first, controller.signal);
     } catch (caught) {
+      setSubmitting(false);
       if (!controller.signal.aborted) setError(messageOf(caught));
     }
   }
 
   async function cancel() {
-    if (!status) return;
+    setCancelling(true);
+    const queryId = status?.QueryId ?? started.current.queryId;
+    if (!queryId) {
+      started.current.cancel = true;
+      return;
+    }
     try {
-      await cancelQuery(status.QueryId);
+      await cancelQuery(queryId);
     } catch (caught) {
+      setCancelling(false);
       setError(messageOf(caught));
     }
   }
@@ -110,12 +125,16 @@ export function SqlPage() {
         <button type="button" onClick={() => void execute()} disabled={running}>
           Run <kbd>Ctrl</kbd>+<kbd>Enter</kbd>
         </button>
-        {running && status && (
-          <button type="button" class="secondary" onClick={() => void cancel()}>
+        {running && (
+          <button type="button" class="secondary" onClick={() => void cancel()} disabled={cancelling}>
             Cancel
           </button>
         )}
-        {submitting ? <Spinner label="Submitting…" /> : <QueryState status={status} loadingRows={loadingRows} />}
+        {submitting ? (
+          <Spinner label={cancelling ? "Cancelling…" : "Submitting…"} />
+        ) : (
+          <QueryState status={status} loadingRows={loadingRows} />
+        )}
       </div>
       {error && <Notice kind="error">{error}</Notice>}
       {status?.Status === "failed" && <Notice kind="error">{status.Message}</Notice>}
