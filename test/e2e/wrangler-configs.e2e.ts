@@ -7,6 +7,7 @@ import { WEBHOOK_QUEUE_NAME } from "../../src/worker/webhooks/completion";
 const ROOT = join(import.meta.dirname, "../..");
 const api = readFileSync(join(ROOT, "wrangler.toml"), "utf8");
 const engine = readFileSync(join(ROOT, "wrangler.engine.toml"), "utf8");
+const store = readFileSync(join(ROOT, "wrangler.store.toml"), "utf8");
 
 /** The value of `key = …` in the first table named `table`, or before any table for "" (flat TOML, as both are). */
 function valueIn(toml: string, table: string, key: string): string | undefined {
@@ -23,7 +24,31 @@ function queues(toml: string, kind: "producers" | "consumers"): string[] {
     .map((section) => section.match(/^queue = "([^"]+)"/m)?.[1] ?? "");
 }
 
-describe("the two Workers' configurations", () => {
+/** script_name of the [[durable_objects.bindings]] table naming `binding`, or undefined when it names none. */
+function scriptOf(toml: string, binding: string): string | undefined {
+  const section = toml
+    .split(/^(?=\[)/m)
+    .find((part) => part.startsWith("[[durable_objects.bindings]]") && part.includes(`name = "${binding}"`));
+  return section?.match(/^script_name = "([^"]+)"/m)?.[1];
+}
+
+describe("the three Workers' configurations", () => {
+  it("should give the table store Worker a CPU limit of the query time limit plus 10 s, which resets a store held past it", () => {
+    const timeLimitMs = Number(valueIn(api, "vars", "QUERY_TIME_LIMIT_SECONDS")) * 1000;
+
+    expect(Number(valueIn(store, "limits", "cpu_ms"))).toBe(timeLimitMs + 10_000);
+  });
+
+  it("should host the table stores in their own Worker, which the API and the engine bind to", () => {
+    expect(valueIn(store, "", "name")).toBe("dqs-store");
+    expect(scriptOf(store, "TABLE_STORE")).toBeUndefined();
+    expect(scriptOf(api, "TABLE_STORE")).toBe("dqs-store");
+    expect(scriptOf(engine, "TABLE_STORE")).toBe("dqs-store");
+    expect(scriptOf(store, "QUERY_STATE")).toBe(valueIn(api, "", "name"));
+    expect(valueIn(store, "[r2_buckets]", "bucket_name")).toBe(valueIn(api, "[r2_buckets]", "bucket_name"));
+    expect(store).not.toMatch(/^\[vars\]/m);
+  });
+
   it("should give the engine a CPU limit above the API's query time limit, with a margin", () => {
     const timeLimitMs = Number(valueIn(api, "vars", "QUERY_TIME_LIMIT_SECONDS")) * 1000;
     const cpuMs = Number(valueIn(engine, "limits", "cpu_ms"));
@@ -45,7 +70,7 @@ describe("the two Workers' configurations", () => {
     expect(consumers).toEqual(["dqs-queries", "dqs-queries-dlq", "dqs-builds", "dqs-builds-dlq"]);
     // The engine picks each batch's handler by these names (src/worker/query/queues.ts).
     expect([...consumers].sort()).toEqual(Object.values(QUEUES).sort());
-    expect(valueIn(engine, "[durable_objects.bindings]", "script_name")).toBe(valueIn(api, "", "name"));
+    expect(scriptOf(engine, "QUERY_STATE")).toBe(valueIn(api, "", "name"));
   });
 
   it("should have the API Worker consume only the completion webhooks, which its QueryState objects produce", () => {
