@@ -20,7 +20,7 @@ export interface CaseRun {
     | { ok: true; seconds: number; status: QueryStatus }
     | { ok: false; seconds: number; message: string; status?: QueryStatus };
   resultRows: number | null;
-  /** Peak RSS of the workerd process running the Workers (API and engine) during the query, minus its RSS before, bytes. */
+  /** Peak summed RSS of the three workerd processes running the Workers (API, engine, stores) during the query, minus before, bytes. */
   workerRssDelta: number | null;
   /** Peak (V8 heap used + ArrayBuffers) of the engine Worker's isolate during the query, minus before, bytes. */
   isolateHeapDelta: number | null;
@@ -44,7 +44,7 @@ export interface CaseRun {
   duckdbQuery: Timed | null;
   /** Which engine ran the dqs query (the status's `Engine`: "sqljs" or "store"). */
   engine: string | null;
-  /** Memory pass: the Worker whose isolate was read (a store query runs in the API Worker's). */
+  /** Memory pass: the Worker whose isolate was read (a store query runs in the table store Worker's, `dqs-store`). */
   isolateWorker: string | null;
   matchesSqlite3: boolean | null;
   matchesDuckdb: boolean | null;
@@ -141,12 +141,15 @@ export interface ReuseRun {
   }[];
 }
 
-/** Which isolate the memory pass read for uploads (the API Worker) or queries (the engine Worker), and how it knew. */
+/**
+ * Which isolate the memory pass read for uploads (the API Worker), sql.js queries (the engine Worker) or
+ * table-store queries (the table store Worker), and how it knew.
+ */
 export interface IsolateNote {
-  role: "uploads" | "queries";
-  /** The Worker's name in its config (`dqs`, `dqs-engine`). */
+  role: "uploads" | "queries" | "store queries";
+  /** The Worker's name in its config (`dqs`, `dqs-engine`, `dqs-store`). */
   worker: string | null;
-  /** How the session was reached: wrangler's inspector proxy, or workerd's own inspector port. */
+  /** How the session was reached: the inspector proxy of the Worker's own `wrangler dev` process. */
   via: string | null;
   /** The session's DevTools WebSocket URL. */
   target: string | null;
@@ -377,7 +380,7 @@ function summarizeUpload(runs: UploadRun[], file: BenchFile, memoryRuns: UploadR
     isolate_delta_incl_garbage_bytes: median(isolate.map((h) => h.delta)),
     /** The same run's absolute peak (garbage included). */
     isolate_peak_total_incl_garbage_bytes: median(isolate.map((h) => h.peak.used + h.peak.backing)),
-    /** The workerd process that runs the Workers, API and engine (and the local D1/R2/queue emulation): peak RSS (VmHWM after a reset) minus RSS before. */
+    /** The three workerd processes that run the Workers, API, engine and stores (and the local D1/R2/queue emulation): peak summed RSS (VmHWM after a reset) minus before. */
     workerd_rss_peak_bytes: median(worker),
     /** The first run's figure: later runs find the memory the process already grew to, and barely move its RSS. */
     workerd_rss_first_run_bytes: runs.find((r) => r.ok && r.workerRss)?.workerRss?.delta ?? null,
@@ -867,15 +870,16 @@ export function renderMarkdown(summary: Summary): string {
       "also per CSV byte of the file (the engine Worker measures it and reports it in the query's status; a " +
       "table-store query reports 0: SQLite's pages in the Durable Object are not counted). " +
       "Read in: the isolate the memory pass read, where the query runs (sql.js: the engine Worker `dqs-engine`; " +
-      "table store: the API Worker `dqs`, whose class TableStore is). " +
+      "table store: the table store Worker `dqs-store`, whose class TableStore is). " +
       "Isolate held Δ: that isolate's V8 heap used + ArrayBuffers read after forced " +
       "full GCs during the query, peak above the same before (WebAssembly memory, where sql.js works, is not in it: " +
       "these are the JavaScript side's bytes; a reading waits while sql.js runs, so a query gets only a few, between its " +
       "steps); isolate held peak: that peak in all; isolate Δ incl. garbage: the same read without forcing GCs, in a " +
       "run of its own (DevTools, untimed memory pass). " +
-      "workerd RSS Δ: peak RSS of the workerd process that runs both Workers (and the local D1/R2/queue emulation) " +
-      "minus before (timed runs)." +
-      isolateLine(summary, "queries"),
+      "workerd RSS Δ: peak of the summed RSS of the three workerd processes that run the Workers (API, engine, table " +
+      "stores, one `wrangler dev` process group each, with the local D1/R2/queue emulation) minus before (timed runs)." +
+      isolateLine(summary, "queries") +
+      isolateLine(summary, "store queries"),
   );
   lines.push("");
   lines.push(
@@ -897,9 +901,9 @@ export function renderMarkdown(summary: Summary): string {
       "Held Δ (the peak memory figure): the API Worker's isolate's V8 heap used + ArrayBuffers read after forced full GCs " +
       "while the upload ran, peak above the same before (median of the untimed memory pass's uploads; readings: how many " +
       "per upload, each takes tens of ms); held peak: that peak in all. Isolate Δ incl. garbage: the same read without " +
-      "forcing GCs, in an upload of its own (mostly garbage V8 has not collected yet). The RSS of the workerd process " +
-      "running the Workers above its RSS before (it runs the engine Worker too, and the local D1/R2/queue emulation), " +
-      "and the same for wrangler's proxy workerd process (timed runs)." +
+      "forcing GCs, in an upload of its own (mostly garbage V8 has not collected yet). The summed RSS of the three workerd " +
+      "processes running the Workers (API, engine, table stores: the upload runs in the API's, the store build it starts " +
+      "in the store's) above the same before, and the same for the three wrangler proxy workerd processes (timed runs)." +
       isolateLine(summary, "uploads") +
       (summary.upload_cli.length
         ? " Through the CLI: the command line built from the sources (`dqs upload FILE`, a Node process of its own, " +

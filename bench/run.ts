@@ -52,7 +52,6 @@ import {
   killAllStarted,
   measureRss,
   ROOT,
-  runtimeInspectorPort,
   startFloorWorker,
   startWranglerDev,
   type FloorServer,
@@ -119,12 +118,13 @@ interface Collected {
 
 /**
  * The memory pass's DevTools sessions: uploads are read in the API Worker's isolate; queries where they run:
- * sql.js queries in the engine Worker's, table-store queries in the API Worker's (the TableStore Durable Object
- * is a class of the API Worker `dqs`, so it runs in that isolate).
+ * sql.js queries in the engine Worker's, table-store queries in the table store Worker's (`dqs-store`, whose
+ * class TableStore is: its Durable Objects run in that isolate, in a `wrangler dev` process of its own).
  */
 interface Isolates {
   api: IsolateInspector | null;
   engine: IsolateInspector | null;
+  store: IsolateInspector | null;
 }
 
 /** The data item each file is uploaded as. */
@@ -259,19 +259,26 @@ async function machine() {
   };
 }
 
-/** The workerd processes under wrangler: the one serving the entry socket is the proxy; the other runs the Worker. */
+/**
+ * The workerd processes of the service's three `wrangler dev` process groups (API, engine, table stores). Each
+ * wrangler runs two: its proxy (serving the entry socket) and the one that runs its Worker (started with
+ * `--inspector-addr`). `worker`: the three Worker processes, whose RSS is summed (an upload runs in the API's, the
+ * store build it starts in the store's, a query in the engine's or the store's); `proxy`: the three proxies.
+ */
 function workerdProcesses(server: DevServer): { worker: number[]; proxy: number[] } {
-  const port = new URL(server.url).port;
   const worker: number[] = [];
   const proxy: number[] = [];
-  for (const p of findDescendants(server.pid, "workerd")) {
-    let cmdline = "";
-    try {
-      cmdline = readFileSync(`/proc/${p.pid}/cmdline`, "utf8").replace(/\0/g, " ");
-    } catch {
-      continue;
+  for (const group of Object.values(server.pids())) {
+    if (!group) continue;
+    for (const p of findDescendants(group, "workerd")) {
+      let cmdline = "";
+      try {
+        cmdline = readFileSync(`/proc/${p.pid}/cmdline`, "utf8").replace(/\0/g, " ");
+      } catch {
+        continue;
+      }
+      (cmdline.includes("--inspector-addr=") ? worker : proxy).push(p.pid);
     }
-    (cmdline.includes(`--socket-addr=entry=127.0.0.1:${port}`) ? proxy : worker).push(p.pid);
   }
   return { worker, proxy };
 }
@@ -333,7 +340,7 @@ async function main() {
       floor = await startFloorWorker();
       log(`upload floor on ${floor.url}; wrangler pid ${floor.pid}`);
     }
-    log("starting wrangler dev (fresh state) ...");
+    log("starting the local service (three wrangler dev processes, fresh state) ...");
     server = await startWranglerDev(opts.vars);
     let pids = workerdProcesses(server);
     const running = server;
@@ -345,10 +352,13 @@ async function main() {
       pids = now;
       return now;
     };
+    const groups = server.pids();
     log(
-      `wrangler dev on ${server.url}; wrangler pid ${server.pid}; workerd worker ${pids.worker.join(",")} proxy ${pids.proxy.join(",")}`,
+      `local service on ${server.url}; wrangler pids api ${groups.api} engine ${groups.engine} store ${groups.store}; ` +
+        `workerd Worker processes ${pids.worker.join(",")}, proxies ${pids.proxy.join(",")}`,
     );
     if (pids.worker.length === 0) log("no workerd process found under wrangler: workerd RSS is not measured");
+    else if (pids.worker.length !== 3) log(`${pids.worker.length} workerd Worker processes found, not 3`);
     const client = new Client(server.url, await login(server.url, ACCOUNT));
     await client.createDataset(ACCOUNT, DATASET);
     if (cliFile) cli = await CliUploader.start(server.url, ACCOUNT);
@@ -429,8 +439,8 @@ async function main() {
         try {
           for (const [query, mode] of queries.flatMap((q) => queryModes.map((m) => [q, m] as const))) {
             const engine = engineOf.get(`${file.label}/${query.id}`);
-            // A table-store query runs in the API Worker's isolate; a sql.js one in the engine Worker's.
-            const inspector = !isolates ? null : engine === "store" ? isolates.api : isolates.engine;
+            // A table-store query runs in the table store Worker's isolate; a sql.js one in the engine Worker's.
+            const inspector = !isolates ? null : engine === "store" ? isolates.store : isolates.engine;
             const record = await caseOnce(
               client,
               file,
@@ -441,7 +451,7 @@ async function main() {
               refs,
               currentPids().worker,
               inspector,
-              inspector === isolates?.api ? "dqs (API Worker)" : inspector ? "dqs-engine" : null,
+              inspector === isolates?.store ? "dqs-store" : inspector ? "dqs-engine" : null,
               mode,
             );
             const { referenceRows, ...stored } = record;
@@ -500,12 +510,14 @@ async function main() {
     // A DevTools session puts the isolate in debugging mode (WebAssembly stays in its baseline tier:
     // queries run ~1.5x slower), so the isolate's memory is read in a pass of its own, never timed.
     if (opts.inspector) {
-      // The engine's session only when some query ran in sql.js (table-store queries are read in the API isolate).
+      // The engine's session only when some query ran in sql.js, the store's when some ran in a table store.
       const sqljs = queries.length > 0 && [...engineOf.values()].some((e) => e !== "store");
-      const connected = await connectIsolates(server, currentPids().worker, sqljs);
+      const inStore = queries.length > 0 && [...engineOf.values()].some((e) => e === "store");
+      const connected = await connectIsolates(server, sqljs, inStore);
       isolateNotes = connected.notes;
-      const { api, engine } = connected.isolates;
-      if (!api && !engine) log("memory pass: no isolate could be inspected; the isolates' memory is not measured");
+      const { api, engine, store } = connected.isolates;
+      if (!api && !engine && !store)
+        log("memory pass: no isolate could be inspected; the isolates' memory is not measured");
       else {
         log("memory pass (DevTools attached; its times are not used)");
         try {
@@ -516,6 +528,7 @@ async function main() {
         } finally {
           api?.close();
           engine?.close();
+          store?.close();
         }
       }
     }
@@ -577,31 +590,28 @@ function workerOf(dir: string, config: string): { name: string; bundle: string }
 }
 
 /**
- * The memory pass's DevTools sessions, each checked to be on the isolate it is meant for:
- * - uploads: the API Worker (wrangler.toml), through wrangler's inspector proxy, which relays to the
- *   first config's Worker only (and holds the one session workerd admits for it);
- * - queries: the engine Worker (wrangler.engine.toml), on workerd's own inspector port, target
- *   `core:user:<name>` (wrangler's proxy does not list it).
- * A session that cannot be opened or is on another isolate is left out: its figures are then not measured.
+ * The memory pass's DevTools sessions, one per Worker, each through the inspector of that Worker's own
+ * `wrangler dev` process (wrangler's inspector proxy relays to the process's one Worker): uploads in the API
+ * Worker (wrangler.toml), sql.js queries in the engine Worker (wrangler.engine.toml), table-store queries in the
+ * table store Worker (wrangler.store.toml). Each is checked to be on the isolate it is meant for; a session that
+ * cannot be opened or is on another isolate is left out: its figures are then not measured.
  */
 async function connectIsolates(
   server: DevServer,
-  workerPids: number[],
   withEngine: boolean,
+  withStore: boolean,
 ): Promise<{ isolates: Isolates; notes: IsolateNote[] }> {
   const notes: IsolateNote[] = [];
-  const open = async (
-    role: IsolateNote["role"],
-    config: string,
-    connect: (name: string) => Promise<{ inspector: IsolateInspector | null; via: string }>,
-  ): Promise<IsolateInspector | null> => {
+  const ports = server.inspectorPorts();
+  const open = async (role: IsolateNote["role"], config: string, port: number | undefined) => {
     const worker = workerOf(server.snapshot, config);
     if (!worker) {
       log(`memory pass: no name or main in ${config}; ${role} memory is not measured in an isolate`);
       notes.push({ role, worker: null, via: null, target: null, script: null, isolate_id: null, ok: false });
       return null;
     }
-    const { inspector, via } = await connect(worker.name);
+    const via = `wrangler's inspector proxy of the ${config} process, port ${port ?? "?"}`;
+    const inspector = port === undefined ? null : await IsolateInspector.connect(port);
     const checked = inspector ? await inspector.checkMainScript(worker.bundle) : null;
     const ok = !!inspector && !!checked?.ok;
     notes.push({
@@ -631,27 +641,10 @@ async function connectIsolates(
     return ok ? inspector : null;
   };
 
-  const api = await open("uploads", "wrangler.toml", async () => ({
-    inspector: await IsolateInspector.connect(server.inspectorPort),
-    via: `wrangler's inspector proxy, port ${server.inspectorPort}`,
-  }));
-  const engine = withEngine
-    ? await open("queries", "wrangler.engine.toml", async (name) => {
-        const port = await runtimeInspectorPort(workerPids);
-        return {
-          inspector: port === null ? null : await IsolateInspector.connect(port, `core:user:${name}`),
-          via: port === null ? "workerd's inspector port not found" : `workerd's inspector, port ${port}`,
-        };
-      })
-    : null;
-  if (api && engine && notes[0]?.isolate_id && notes[0].isolate_id === notes[1]?.isolate_id) {
-    log("memory pass: the API and engine sessions report the same isolate; neither is measured");
-    api.close();
-    engine.close();
-    for (const note of notes) note.ok = false;
-    return { isolates: { api: null, engine: null }, notes };
-  }
-  return { isolates: { api, engine }, notes };
+  const api = await open("uploads", "wrangler.toml", ports.api);
+  const engine = withEngine ? await open("queries", "wrangler.engine.toml", ports.engine) : null;
+  const store = withStore ? await open("store queries", "wrangler.store.toml", ports.store) : null;
+  return { isolates: { api, engine, store }, notes };
 }
 
 /** The per-query memory budget in force: a --var override, else wrangler.toml's. */

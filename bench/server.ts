@@ -1,8 +1,9 @@
 /**
- * Starts `wrangler dev` with fresh local state, with the arguments of
- * test/e2e/support/wrangler-dev.ts (`wranglerDevArgs`: both Workers, API and
- * engine, in one session), from a snapshot of the project, and keeps the
- * process id, to find the workerd processes and read their memory.
+ * Starts the local service as `npm run dev` does (`startLocalService` in
+ * src/local/services.ts: the API, engine and table store Workers in three
+ * `wrangler dev` processes sharing one local state), with fresh local state,
+ * from a snapshot of the project, and keeps the processes' ids, to find the
+ * workerd processes and read their memory, and their inspector ports.
  */
 import { spawn, spawnSync, type ChildProcess } from "node:child_process";
 import {
@@ -10,7 +11,6 @@ import {
   existsSync,
   mkdtempSync,
   readdirSync,
-  readlinkSync,
   readFileSync,
   rmSync,
   symlinkSync,
@@ -18,7 +18,9 @@ import {
 } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
-import { applyLocalMigrations, freePort, wranglerDevArgs } from "../test/e2e/support/wrangler-dev.ts";
+import { freePort, startLocalService, type WorkerName } from "../src/local/services.ts";
+
+export { freePort, type WorkerName };
 
 export const ROOT = resolve(import.meta.dirname, "..");
 
@@ -28,7 +30,8 @@ function wranglerEnv(dir: string): NodeJS.ProcessEnv {
     ...process.env,
     // The project's own Node (node_modules/.bin/node, 24) first, as under npm scripts: wrangler needs ≥ 22.
     PATH: `${join(dir, "node_modules/.bin")}:${process.env.PATH ?? ""}`,
-    // Other sessions' `wrangler dev` register in the shared registry; this one needs none of them.
+    // Other sessions' `wrangler dev` register in the shared registry under the same Worker names; the three
+    // processes of this run must find each other only.
     WRANGLER_REGISTRY_PATH: join(dir, ".wrangler-registry"),
     WRANGLER_SEND_METRICS: "false",
     NO_COLOR: "1",
@@ -36,17 +39,33 @@ function wranglerEnv(dir: string): NodeJS.ProcessEnv {
   };
 }
 
+/** Applies the D1 migrations to the local state in `state`, as `npm run dev` does; throws with wrangler's output. */
+function applyLocalMigrations(wrangler: string, cwd: string, state: string, env: NodeJS.ProcessEnv): void {
+  const migrate = spawnSync(wrangler, ["d1", "migrations", "apply", "DB", "--local", "--persist-to", state], {
+    cwd,
+    env,
+    encoding: "utf8",
+  });
+  if (migrate.status !== 0) throw new Error(`migrations failed:\n${migrate.stdout}\n${migrate.stderr}`);
+}
+
 export interface DevServer {
   url: string;
-  /**
-   * Port of wrangler's DevTools inspector proxy. It relays to the first config's Worker only (the API Worker,
-   * `dqs`); the engine Worker's isolate is on workerd's own inspector port (`runtimeInspectorPort`).
-   */
-  inspectorPort: number;
   /** The copy of the project wrangler runs from. */
   snapshot: string;
-  /** wrangler's process id (the leader of its own process group). */
-  pid: number;
+  /**
+   * Process ids of the three `wrangler dev` processes (API `wrangler.toml`, engine `wrangler.engine.toml`,
+   * table stores `wrangler.store.toml`), each the leader of its own process group; the store's changes when
+   * it is restarted.
+   */
+  pids(): Record<WorkerName, number | undefined>;
+  /**
+   * Ports of each process's DevTools inspector (wrangler's inspector proxy, which relays to that process's one
+   * Worker: `dqs`, `dqs-engine`, `dqs-store`).
+   */
+  inspectorPorts(): Record<WorkerName, number | undefined>;
+  /** How often the table store process was restarted after a statement held it past the time limit. */
+  storeRestarts(): number;
   output(): string;
   stop(): Promise<void>;
 }
@@ -69,6 +88,7 @@ function snapshotProject(): string {
     "dist/web",
     "wrangler.toml",
     "wrangler.engine.toml",
+    "wrangler.store.toml",
     "package.json",
     "tsconfig.json",
   ];
@@ -83,16 +103,19 @@ function snapshotProject(): string {
   return dir;
 }
 
-/** Process groups of the wrangler instances started here and not yet stopped. */
-const started = new Set<number>();
+/** Process groups of the wrangler instances started here and not yet stopped (the service's, as they are now). */
+const started = new Set<() => (number | undefined)[]>();
 
 /** Kills every wrangler started here at once (for an interrupted or crashing bench). */
 export function killAllStarted(): void {
-  for (const group of started) {
-    try {
-      process.kill(-group, "SIGKILL");
-    } catch {
-      // already gone
+  for (const groups of started) {
+    for (const group of groups()) {
+      if (!group) continue;
+      try {
+        process.kill(-group, "SIGKILL");
+      } catch {
+        // already gone
+      }
     }
   }
   started.clear();
@@ -103,27 +126,38 @@ export async function startWranglerDev(vars: Record<string, string> = {}): Promi
   const state = join(snapshot, ".bench-state");
   const wrangler = join(snapshot, "node_modules/.bin/wrangler");
   const env = wranglerEnv(snapshot);
+  let log = "";
   try {
     applyLocalMigrations(wrangler, snapshot, state, env);
+    const service = await startLocalService({
+      cwd: snapshot,
+      env,
+      port: await freePort(),
+      state,
+      vars,
+      onOutput: (worker, text) => (log += worker === "api" ? text : text.replace(/^(?=.)/gm, `[${worker}] `)),
+    });
+    const groups = () => Object.values(service.pids());
+    started.add(groups);
+    return {
+      url: service.url,
+      snapshot,
+      pids: () => service.pids(),
+      inspectorPorts: () => service.inspectorPorts(),
+      storeRestarts: () => service.storeRestarts(),
+      output: () => log,
+      async stop() {
+        await service.stop();
+        started.delete(groups);
+        rmSync(snapshot, { recursive: true, force: true });
+      },
+    };
   } catch (error) {
     rmSync(snapshot, { recursive: true, force: true });
-    throw error;
+    throw new Error(
+      `the local service did not start (${error instanceof Error ? error.message : String(error)}):\n${log}`,
+    );
   }
-
-  const port = await freePort();
-  const inspectorPort = await freePort();
-  const running = await runWranglerDev({
-    wrangler,
-    args: wranglerDevArgs({ port, state, vars, extra: ["--inspector-port", String(inspectorPort)] }),
-    cwd: snapshot,
-    env,
-    url: `http://127.0.0.1:${port}`,
-    ready: async (url) => (await fetch(`${url}/v1/openapi.json`)).ok,
-    name: "wrangler dev",
-    timeoutMs: 120_000,
-    cleanUp: () => rmSync(snapshot, { recursive: true, force: true }),
-  });
-  return { ...running, inspectorPort, snapshot };
 }
 
 /** A `wrangler dev` started by the bench: its URL, process group, log and how to stop it. */
@@ -157,7 +191,8 @@ async function runWranglerDev(options: {
     stdio: ["ignore", "pipe", "pipe"],
     detached: true,
   });
-  if (child.pid) started.add(child.pid);
+  const groups = () => [child.pid];
+  started.add(groups);
   let log = "";
   child.stdout?.on("data", (chunk: Buffer) => (log += chunk.toString()));
   child.stderr?.on("data", (chunk: Buffer) => (log += chunk.toString()));
@@ -177,7 +212,7 @@ async function runWranglerDev(options: {
           // already gone
         }
     }
-    if (child.pid) started.delete(child.pid);
+    started.delete(groups);
     options.cleanUp();
   };
   const deadline = Date.now() + options.timeoutMs;
@@ -305,68 +340,6 @@ export async function measureRss<T>(
   } finally {
     clearInterval(timer);
   }
-}
-
-/** The TCP ports process `pid` listens on (its socket inodes matched against /proc/net/tcp and tcp6). */
-export function listeningPorts(pid: number): number[] {
-  const inodes = new Set<string>();
-  try {
-    for (const fd of readdirSync(`/proc/${pid}/fd`)) {
-      try {
-        const inode = readlinkSync(`/proc/${pid}/fd/${fd}`).match(/^socket:\[(\d+)\]$/)?.[1];
-        if (inode) inodes.add(inode);
-      } catch {
-        // closed meanwhile
-      }
-    }
-  } catch {
-    return [];
-  }
-  const ports = new Set<number>();
-  for (const table of ["/proc/net/tcp", "/proc/net/tcp6"]) {
-    let text = "";
-    try {
-      text = readFileSync(table, "utf8");
-    } catch {
-      continue;
-    }
-    for (const line of text.split("\n").slice(1)) {
-      // sl local_address rem_address st tx_queue:rx_queue tr:tm->when retrnsmt uid timeout inode
-      const fields = line.trim().split(/\s+/);
-      if (fields.length < 10 || fields[3] !== "0A" || !inodes.has(fields[9]!)) continue; // 0A: LISTEN
-      ports.add(parseInt(fields[1]!.split(":").pop()!, 16));
-    }
-  }
-  return [...ports];
-}
-
-/**
- * The port of workerd's own DevTools inspector (`--inspector-addr=127.0.0.1:0`, chosen by workerd and not
- * printed by wrangler), among the ports the workerd processes `pids` listen on: the one whose `/json/version`
- * says `"Browser": "workerd"`. Its `/json` lists every Worker of the process (`core:user:dqs`,
- * `core:user:dqs-engine`, …). Null when none answers so. (The other ports are the Workers' own sockets, which
- * answer this GET with a 404, and workerd's debug port.)
- */
-export async function runtimeInspectorPort(pids: number[]): Promise<number | null> {
-  for (const pid of pids) {
-    let cmdline = "";
-    try {
-      cmdline = readFileSync(`/proc/${pid}/cmdline`, "utf8");
-    } catch {
-      continue; // gone
-    }
-    if (!cmdline.includes("--inspector-addr=")) continue;
-    for (const port of listeningPorts(pid)) {
-      try {
-        const response = await fetch(`http://127.0.0.1:${port}/json/version`, { signal: AbortSignal.timeout(3000) });
-        const version = (await response.json()) as { Browser?: unknown };
-        if (typeof version.Browser === "string" && version.Browser.startsWith("workerd")) return port;
-      } catch {
-        // not an inspector
-      }
-    }
-  }
-  return null;
 }
 
 /** The `--var NAME=VALUE` options of a bench, as wrangler dev vars. */

@@ -29,36 +29,6 @@ export function applyLocalMigrations(wrangler: string, cwd: string, state: strin
   if (migrate.status !== 0) throw new Error(`migrations failed:\n${migrate.stdout}\n${migrate.stderr}`);
 }
 
-/** The `wrangler dev` arguments of a local run in development mode on 127.0.0.1, with extra vars and flags. */
-export function wranglerDevArgs(options: {
-  port: number;
-  state: string;
-  vars?: Record<string, string>;
-  extra?: string[];
-}): string[] {
-  // As `npm run dev`: the local queue hands the engine one message at a time, so one query per user in the engine
-  // keeps a user's burst from queueing ahead of everyone else's.
-  const local = { ENVIRONMENT: "development", QUERY_MAX_RUNNING_PER_USER: "1" };
-  const vars = Object.entries({ ...local, ...options.vars }).flatMap(([k, v]) => ["--var", `${k}:${v}`]);
-  return [
-    "dev",
-    // The API Worker first (it serves the port), then the engine Worker that consumes the queue.
-    "-c",
-    "wrangler.toml",
-    "-c",
-    "wrangler.engine.toml",
-    "--ip",
-    "127.0.0.1",
-    "--port",
-    String(options.port),
-    "--persist-to",
-    options.state,
-    "--show-interactive-dev-session=false",
-    ...(options.extra ?? []),
-    ...vars,
-  ];
-}
-
 /**
  * Starts the local service as a user would (`npm run dev`: the API, engine
  * and table store Workers in three `wrangler dev` processes, src/local), with
