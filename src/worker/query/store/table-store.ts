@@ -14,6 +14,7 @@ import { tokenize } from "../sql/tokenizer";
 import { quoteIdentifier, type TableLayout } from "../table-layout";
 import type { LoadProgress } from "../stored-csv";
 import { fillTable, type StoreSql } from "./fill-table";
+import { storeLimitMessage } from "./store-limits";
 import { hasMoreThanOneStatement, quotedResultSql, renameTables, STORE_MAX_COLUMNS, unquoteRow } from "./store-sql";
 
 const BUILT_KEY = "built";
@@ -380,7 +381,7 @@ function sqliteMessage(error: unknown): string {
     return "a LIKE or GLOB pattern in a table store may be at most 50 bytes of UTF-8 (a Durable Object's limit). Use a shorter pattern, or instr() or substr() for a long literal";
   if (/^statement too long$/i.test(message))
     return "the query's text is longer than a table store takes (100 KB of UTF-8, as the store runs it). Shorten it";
-  return message;
+  return storeLimitMessage(message) ?? message;
 }
 
 function next(cursor: Iterator<unknown[]>): unknown[] | null {
