@@ -16,9 +16,9 @@ const TABLE: TableToLoad = {
     SchemaVersion: "1.0",
     TableDefinition: {
       Columns: [
-        { Name: "id", DataType: { DataType: "INTEGER" } },
-        { Name: "grp", DataType: { DataType: "INTEGER" } },
-        { Name: "amount", DataType: { DataType: "DOUBLE" } },
+        { Name: "id", DataType: { DataType: "INTEGER", DataTypeOptions: { Nullable: true } } },
+        { Name: "grp", DataType: { DataType: "INTEGER", DataTypeOptions: { Nullable: true } } },
+        { Name: "amount", DataType: { DataType: "DOUBLE", DataTypeOptions: { Nullable: true } } },
       ],
     },
     DataSpecification: { FormatType: "CSV", DeliveryType: "RAW", DataOptions: { Header: true, Delimiter: "," } },
