@@ -11,6 +11,7 @@
  *   npm run bench -- --readme      also put the table into bench/README.md
  *   npm run bench -- --quick --files 100k --out threshold-store --var TABLE_STORE_MIN_ROWS=1
  *   npm run bench -- --pages       result pages (page 900 of the 1M-row result) and formats only (bench/pages.ts)
+ *   npm run bench -- --estimates   table-store estimates against runs, and a runaway query's effect (bench/estimates.ts)
  */
 import { spawnSync } from "node:child_process";
 import { mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
@@ -46,6 +47,7 @@ import {
   type UploadRun,
 } from "./report.ts";
 import { IsolateInspector, type HeapReport, type HeldReport } from "./inspector.ts";
+import { runEstimatesBench } from "./estimates.ts";
 import { runPagesBench } from "./pages.ts";
 import {
   findDescendants,
@@ -168,6 +170,7 @@ function options() {
       pages: { type: "boolean", default: false },
       page: { type: "string", default: "900" },
       "reuse-only": { type: "boolean", default: false },
+      estimates: { type: "boolean", default: false },
       help: { type: "boolean", default: false },
     },
     allowPositionals: false,
@@ -180,6 +183,7 @@ function options() {
         "                 [--reuse-only]",
         "                 [--concurrency N] [--out NAME] [--readme]",
         "npm run bench -- --pages [--files 1m] [--page 900] [--runs N] [--out pages]",
+        "npm run bench -- --estimates [--files 1m] [--runs 3] [--var NAME=VALUE ...] [--out estimates]",
         "  --quick         one run (default: 5)",
         `  --files         default ${DEFAULT_FILES}; all: ${FILE_LABELS.join(",")}`,
         "  --concurrency   N concurrent Q1 on the 5m file from N users, after the timed runs (default 20; 0: none)",
@@ -194,6 +198,9 @@ function options() {
         `                  (a whole run does this on ${REUSE_FILE} after the timed runs); nothing else`,
         "  --readme        also write the tables into bench/README.md and README.md (between the bench:latest markers)",
         "  --pages         only result pages and formats: page --page (default 900) of SELECT * on one file (default 1m)",
+        "  --estimates     only estimates and bounded work, on one file (default 1m) in a table store: Q1-Q4 and two",
+        "                  self-joins, validate's EstimatedSeconds against the run (each --runs times, default 3); what",
+        "                  the estimate adds to Q1; other users' latency during runaway queries (QUERY_TIME_LIMIT_SECONDS 10)",
         "",
       ].join("\n"),
     );
@@ -219,6 +226,13 @@ function options() {
   if (!Number.isInteger(page) || page < 1) throw new Error(`--page must be a page number from 1, not ${values.page}`);
   return {
     pages: values.pages ? { page, file: (values.files === undefined ? "1m" : files[0]) as FileLabel } : null,
+    estimates: values.estimates
+      ? {
+          file: (values.files === undefined ? "1m" : files[0]) as FileLabel,
+          repeats: values.runs ? runs : 3,
+          out: values.out === "latest" ? "estimates" : values.out,
+        }
+      : null,
     runs,
     files: files as FileLabel[],
     queries,
@@ -291,6 +305,11 @@ async function main() {
       { ...opts.pages, repeats: opts.runs, vars: opts.vars, out: opts.out === "latest" ? "pages" : opts.out },
       log,
     );
+    return;
+  }
+  if (opts.estimates) {
+    process.once("exit", killAllStarted);
+    await runEstimatesBench({ ...opts.estimates, vars: opts.vars, queries: QUERIES }, log);
     return;
   }
   const started = new Date();
