@@ -107,6 +107,20 @@ describe("a table store's lower SQLite limits", () => {
     );
   });
 
+  it("should answer printf() with widths written in its format, and refuse widths the store would cut short", async () => {
+    await expectSameAnswer(
+      "SELECT printf('%.2f|%05d|%%|%-8s|', n * 1.5, n, label), format('%100000d', n) FROM a.d.rows LIMIT 3",
+    );
+    await expectSameAnswer("SELECT printf(?, n) FROM a.d.rows WHERE n < 4", ["%08.3f"]);
+
+    const message =
+      "Failed: printf() in a table store writes at most 100000 characters for a width or precision (a Durable Object's limit) and silently cuts longer ones, so the store runs it only when its format is written in the query (or bound) with every width and precision a number up to that ('%10d', '%.2f'; not '%*d'). Write the format so.";
+    const { sqljs } = await bothEngines("SELECT length(printf('%.*c', 150000, 'x')) FROM a.d.rows LIMIT 1");
+    expect(sqljs.csv).toBe("\"length(printf('%.*c', 150000, 'x'))\"\n150000\n");
+    await expectStoreRefuses("SELECT length(printf('%.*c', 150000, 'x')) FROM a.d.rows LIMIT 1", message);
+    await expectStoreRefuses("SELECT length(printf('%100001d', n)) FROM a.d.rows LIMIT 1", message);
+  });
+
   it("should fail a join of more than 64 tables with the same message in both engines", async () => {
     const { sqljs, store } = await bothEngines(`SELECT count(*) FROM ${list(65, (i) => `a.d.rows r${i}`)}`);
     expect(sqljs.outcome).toMatchObject({ ok: false, message: "Failed: at most 64 tables in a join." });

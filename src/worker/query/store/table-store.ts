@@ -14,7 +14,7 @@ import { tokenize } from "../sql/tokenizer";
 import { quoteIdentifier, type TableLayout } from "../table-layout";
 import type { LoadProgress } from "../stored-csv";
 import { fillTable, type StoreSql } from "./fill-table";
-import { storeLimitMessage } from "./store-limits";
+import { printfBeyondStore, storeLimitMessage } from "./store-limits";
 import { hasMoreThanOneStatement, quotedResultSql, renameTables, STORE_MAX_COLUMNS, unquoteRow } from "./store-sql";
 
 const BUILT_KEY = "built";
@@ -170,7 +170,7 @@ export class TableStore extends DurableObject<Env> {
   async query(request: StoreQuery): Promise<StoreQueryOutcome> {
     const built = await this.ctx.storage.get<Built>(BUILT_KEY);
     if (!built) return { ok: false, cancelled: false, transient: true, message: "the table store is not built" };
-    const refused = refusal(request);
+    const refused = refusal(request) ?? printfBeyondStore(request.sql, request.values ?? []);
     if (refused) return { ok: false, cancelled: false, message: refused };
     if (request.names.length > STORE_MAX_COLUMNS)
       return { ok: false, cancelled: false, message: tooManyColumns(request.names.length) };
