@@ -112,7 +112,8 @@ interface Compound {
 class Nester {
   /** For each `(` and `)` token, the index of its partner. */
   private readonly partner = new Map<number, number>();
-  private readonly usesCollate: boolean;
+  /** Whether a COLLATE may give a result column a collation, which nesting could apply differently. */
+  private readonly collatesColumns: boolean;
 
   constructor(
     private readonly sql: string,
@@ -128,7 +129,7 @@ class Nester {
         this.partner.set(i, start);
       }
     });
-    this.usesCollate = tokens.some((token) => isKeyword(token, "COLLATE"));
+    this.collatesColumns = tokens.some((token, i) => isKeyword(token, "COLLATE") && this.inResultColumns(i));
   }
 
   /** The whole statement, up to its first `;` at the top, then the rest as written. */
@@ -169,10 +170,10 @@ class Nester {
     const terms = compound?.termStarts.length ?? 0;
     if (!compound || terms <= STORE_MAX_COMPOUND_TERMS) return this.text(from, to);
     const { termStarts, opStarts, tailStart } = compound;
-    if (this.usesCollate)
+    if (this.collatesColumns)
       throw tooManyTerms(
         terms,
-        "the query uses COLLATE, which could then apply differently. Nest the compound yourself (SELECT * FROM (its first terms) UNION …), or drop COLLATE.",
+        "the query gives a result column a collation (COLLATE in a SELECT's columns or in VALUES), which could then apply differently. Nest the compound yourself (SELECT * FROM (its first terms) UNION …), or move COLLATE to the WHERE or ORDER BY.",
       );
     // A leading WITH stays outside: its tables are in reach of the subqueries.
     const prefix = this.text(from, termStarts[0]!);
@@ -242,6 +243,8 @@ class Nester {
     if (isKeyword(this.tokens[last], "FIRST", "LAST") && isKeyword(this.tokens[previous(last)], "NULLS"))
       last = previous(previous(last));
     if (isKeyword(this.tokens[last], "ASC", "DESC")) last = previous(last);
+    // SQLite keeps a term's COLLATE when it turns the term into a number, so it stays as written.
+    if (isKeyword(this.tokens[previous(last)], "COLLATE")) last = previous(previous(last));
     return last + 1;
   }
 
@@ -298,6 +301,24 @@ class Nester {
     return compound;
   }
 
+  /**
+   * Whether the token at `at` is in a SELECT's result columns or a VALUES
+   * row: the nearest clause keyword before it, leaving parentheses that are
+   * not a subquery, is SELECT or VALUES. Elsewhere (WHERE, ORDER BY, …) a
+   * collation does not pass on to the result.
+   */
+  private inResultColumns(at: number): boolean {
+    for (let i = at - 1; i >= 0; i--) {
+      const token = this.tokens[i]!;
+      if (isOperator(token, ")")) i = this.partner.get(i) ?? i;
+      else if (isOperator(token, "(")) {
+        if (isSelectStart(this.tokens[this.nextSignificant(i + 1, this.tokens.length)])) return true;
+      } else if (isKeyword(token, "SELECT", "VALUES")) return true;
+      else if (isKeyword(token, ...CLAUSES)) return false;
+    }
+    return false;
+  }
+
   /** The name of the common table expression whose body starts after the `(` at `open`, or null. */
   private cteName(open: number): string | null {
     let i = this.previousSignificant(open, 0);
@@ -328,6 +349,25 @@ class Nester {
     return Math.max(i, floor);
   }
 }
+
+/** Keywords that start a part of a SELECT other than its result columns. */
+const CLAUSES = [
+  "FROM",
+  "WHERE",
+  "GROUP",
+  "HAVING",
+  "WINDOW",
+  "ORDER",
+  "PARTITION",
+  "LIMIT",
+  "ON",
+  "USING",
+  "JOIN",
+  "UNION",
+  "INTERSECT",
+  "EXCEPT",
+  "WITH",
+];
 
 function isSelectStart(token: Token | undefined): boolean {
   return isKeyword(token, "SELECT", "VALUES", "WITH");
