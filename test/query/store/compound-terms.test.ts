@@ -95,6 +95,12 @@ describe("compound SELECTs longer than a table store allows", () => {
     );
   });
 
+  it("should nest a compound that refers to the query around it", async () => {
+    await expectSameInStore(
+      `SELECT day, (SELECT count(*) FROM (${allMonths((item) => `SELECT amount FROM ${item} WHERE amount = o.amount`, "UNION ALL")})) FROM a.sales.m01 o ORDER BY day, 2 LIMIT 10`,
+    );
+  });
+
   it("should keep a WITH clause of the whole compound outside the nested terms", async () => {
     await expectSameInStore(
       `WITH big AS (SELECT 45 AS at_least) ${allMonths((item) => `SELECT day, amount FROM ${item}, big WHERE amount >= at_least`)} ORDER BY 1, 2`,
