@@ -42,7 +42,8 @@ export function compoundsForStore(db: Database, sql: string): string {
   const nested = nestCompounds(sql, sameProgramIn(db));
   if (!nested.ok) throw new Stop(nested.message);
   if (nested.sql === sql) return sql;
-  if (columnCount(db, nested.sql) !== columnCount(db, sql))
+  const columns = columnCount(db, nested.sql);
+  if (columns === null || columns !== columnCount(db, sql))
     throw new Stop(
       `Failed: a compound SELECT in a table store may have at most ${STORE_MAX_COMPOUND_TERMS} terms (UNION, UNION ALL, INTERSECT, EXCEPT: a Durable Object's limit), and the store could not split this query's into nested ones. Nest them yourself: SELECT * FROM (its first terms) UNION ….`,
     );
