@@ -37,7 +37,7 @@ export interface LoadableItem extends PlannedItem {
  * second natively (above sql.js's), and bytes of CSV a second it copies in
  * of another item (bench/README.md, "Estimates").
  */
-const STORE_STEPS_PER_SECOND = 400_000_000;
+const STORE_STEPS_PER_SECOND = 40_000_000;
 const STORE_BRING_IN_BYTES_PER_SECOND = 100_000_000;
 /** sql.js's: steps a second (a common rate, run-guard.ts) and bytes of CSV a second it loads. */
 const SQLJS_STEPS_PER_SECOND = 60_000_000;
