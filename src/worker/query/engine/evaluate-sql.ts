@@ -34,8 +34,8 @@ export interface LoadableItem extends PlannedItem {
 
 /**
  * A table store's speed, for estimates: SQLite virtual-machine steps a
- * second natively (above sql.js's), and bytes of CSV a second it copies in
- * of another item (bench/README.md, "Estimates").
+ * second, a little above the bench's store runs (bench/README.md,
+ * "Estimates and bounded work"), and bytes of CSV a second it copies in.
  */
 const STORE_STEPS_PER_SECOND = 40_000_000;
 const STORE_BRING_IN_BYTES_PER_SECOND = 100_000_000;
