@@ -84,9 +84,11 @@ beforeAll(async () => {
   });
   expect(upload.status).toBe(200);
   // The first query waits for the table store's build, so later ones time the store alone.
-  const first = await post(alice, "/v1/query", { Sql: `SELECT count(*) FROM ${ITEM}` }, { prefer: "wait=60" });
-  expect(first.Data.Status).toBe("succeeded");
-  expect(await statusOf(alice, first.Data.QueryId as string)).toMatchObject({ Engine: "store" });
+  const first = await post(alice, "/v1/query", { Sql: `SELECT count(*) FROM ${ITEM}` });
+  expect(await ended(alice, first.Data.QueryId as string, 120_000)).toMatchObject({
+    Status: "succeeded",
+    Engine: "store",
+  });
 }, 240_000);
 
 afterAll(async () => {
