@@ -1,5 +1,6 @@
 import { describe, expect, it } from "vitest";
-import { DqsClient, DqsNetworkError, DqsQueryError, type FetchLike, type QueryStatus } from "../../src/sdk";
+import { DqsClient, DqsNetworkError, DqsQueryError, type FetchLike } from "../../src/sdk";
+import { json, statusOf } from "./support";
 
 const far = new Date(Date.now() + 3_600_000);
 const tokens = {
@@ -10,28 +11,7 @@ const tokens = {
   refreshTokenExpiresAt: far,
 };
 
-const running: QueryStatus = {
-  QueryId: "q1",
-  Status: "running",
-  Sql: "SELECT 1",
-  Parameters: null,
-  CreatedAt: "2026-11-22T07:00:00Z",
-  UpdatedAt: "2026-11-22T07:00:00Z",
-  Message: "Running: executing the query.",
-  Size: 0,
-  RowCount: null,
-  BytesLoaded: null,
-  PeakMemoryBytes: null,
-  Timings: null,
-  ExpiresAt: null,
-  Engine: null,
-  Callback: null,
-  Reused: false,
-};
-
-function json(body: unknown): Response {
-  return new Response(JSON.stringify(body), { headers: { "content-type": "application/json" } });
-}
+const running = statusOf("running", "Running: executing the query.");
 
 /** An answer that never comes: the request waits until its signal aborts it, as a stalled service's would. */
 function never(request: Request): Promise<Response> {

@@ -1,12 +1,6 @@
 import { describe, expect, it } from "vitest";
-import {
-  DqsClient,
-  DqsNetworkError,
-  DqsQueryError,
-  type FetchLike,
-  type QueryState,
-  type QueryStatus,
-} from "../../src/sdk";
+import { DqsClient, DqsNetworkError, DqsQueryError, type FetchLike, type QueryState } from "../../src/sdk";
+import { json, statusOf } from "./support";
 
 /**
  * A scripted stand-in for the query endpoints: each status request answers
@@ -16,26 +10,9 @@ import {
 function scriptedService(states: QueryState[]): { fetch: FetchLike; submits: Request[]; polls: number[] } {
   const submits: Request[] = [];
   const polls: number[] = [];
-  const status = (state: QueryState): QueryStatus => ({
-    QueryId: "q1",
-    Status: state,
-    Sql: "SELECT 1",
-    Parameters: null,
-    CreatedAt: "2026-11-22T07:00:00Z",
-    UpdatedAt: "2026-11-22T07:00:00Z",
-    Message: state === "failed" ? "Failed: no such table" : `The query is ${state}.`,
-    Size: 0,
-    RowCount: null,
-    BytesLoaded: null,
-    PeakMemoryBytes: null,
-    Timings: null,
-    ExpiresAt: null,
-    Engine: null,
-    Callback: null,
-    Reused: false,
-  });
-  const json = (body: unknown) =>
-    new Response(JSON.stringify(body), { headers: { "content-type": "application/json" } });
+  const status = (state: QueryState) =>
+    statusOf(state, state === "failed" ? "Failed: no such table" : `The query is ${state}.`);
+
   const fetch: FetchLike = async (request) => {
     const path = new URL(request.url).pathname;
     if (path === "/v1/query") {

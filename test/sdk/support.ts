@@ -1,4 +1,12 @@
-import { DqsClient, MemoryTokenStore, type FetchLike, type TokenSet, type TokenStore } from "../../src/sdk";
+import {
+  DqsClient,
+  MemoryTokenStore,
+  type FetchLike,
+  type QueryState,
+  type QueryStatus,
+  type TokenSet,
+  type TokenStore,
+} from "../../src/sdk";
 import { ORIGIN, worker } from "../support/http";
 import { login, type LoggedIn } from "../support/login";
 
@@ -54,4 +62,31 @@ export async function loggedInClient(
   await store.save(tokens);
   const client = new DqsClient({ baseUrl: ORIGIN, tokens: store, fetch: options.fetch ?? worker });
   return { client, account, store, tokens };
+}
+
+/** A query's status as the service answers it, for scripted stand-ins of the query endpoints. */
+export function statusOf(state: QueryState, message = `The query is ${state}.`): QueryStatus {
+  return {
+    QueryId: "q1",
+    Status: state,
+    Sql: "SELECT 1",
+    Parameters: null,
+    CreatedAt: "2026-11-22T07:00:00Z",
+    UpdatedAt: "2026-11-22T07:00:00Z",
+    Message: message,
+    Size: 0,
+    RowCount: null,
+    BytesLoaded: null,
+    PeakMemoryBytes: null,
+    Timings: null,
+    ExpiresAt: null,
+    Engine: null,
+    Callback: null,
+    Reused: false,
+  };
+}
+
+/** A JSON response of `body`. */
+export function json(body: unknown): Response {
+  return new Response(JSON.stringify(body), { headers: { "content-type": "application/json" } });
 }

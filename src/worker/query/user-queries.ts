@@ -53,8 +53,6 @@ export class UserQueries extends DurableObject<Env> {
   private async load(share?: FairShare): Promise<Slots> {
     const slots = (await this.ctx.storage.get<Slots>(KEY)) ?? { admitted: [], waiting: [], share: share! };
     if (share) slots.share = share;
-    // A share stored before cool-downs existed takes the deployment's.
-    slots.share.overrunCoolDownMs ??= settings(this.env).fairShare.overrunCoolDownMs;
     // Slots whose end was never reported are taken back.
     const now = Date.now();
     slots.admitted = slots.admitted.filter((slot) => now - slot.at < slots.share.leaseMs);

@@ -11,6 +11,7 @@ import {
   fromImages,
   nameOf,
   namingAsTheUserDid,
+  pastTimeLimit,
   resolve,
   type LoadableItem,
 } from "./engine/evaluate-sql";
@@ -115,7 +116,7 @@ export async function validateQuery(
     ).catch(() => null);
     const seconds = estimate && Math.round(estimate.seconds * 1000) / 1000;
     const over =
-      estimate && host !== null && estimate.seconds > limits.timeLimitMs / 1000
+      estimate && host !== null && pastTimeLimit(estimate, limits)
         ? ` It would be refused: that is past the time limit of ${limits.timeLimitMs / 1000} s (QUERY_TIME_LIMIT_SECONDS).`
         : "";
     return {

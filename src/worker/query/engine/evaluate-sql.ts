@@ -406,7 +406,7 @@ async function runInStore(run: Run, host: number): Promise<PhaseOutcome> {
     `Running: estimating the work in the table store of ${nameOf(resolved.references[host]!)}.`,
   );
   const estimate = await estimateSeconds(run.instance, resolved, host, io.source.sample.bind(io.source));
-  if (estimate && estimate.seconds > limits.timeLimitMs / 1000)
+  if (estimate && pastTimeLimit(estimate, limits))
     return { ok: false, cancelled: false, message: overEstimate(estimate, limits, nameOf(resolved.references[host]!)) };
   await io.control.progress(`Running: in the table store of ${nameOf(resolved.references[host]!)}.`);
   const request: StoreQuery = {
@@ -510,6 +510,11 @@ export async function estimateSeconds(
   );
   const rate = host === null ? SQLJS_STEPS_PER_SECOND : STORE_STEPS_PER_SECOND;
   return { seconds: work.steps / rate + loading, atLeast: "atLeast" in work, sampledRows: work.sampledRows };
+}
+
+/** Whether a run estimated so would be refused: the one rule the engine applies and validation reports. */
+export function pastTimeLimit(estimate: RunEstimate, limits: Pick<QueryLimits, "timeLimitMs">): boolean {
+  return estimate.seconds > limits.timeLimitMs / 1000;
 }
 
 function overEstimate(estimate: RunEstimate, limits: QueryLimits, name: string): string {
