@@ -5,6 +5,7 @@ import { guardStatements } from "../sqlite-guard";
 import { quoteIdentifier } from "../table-layout";
 import { createTable, type TableToLoad } from "./load-table";
 import { MAX_VALUE_BYTES } from "./run-guard";
+import { extrapolateWork } from "./work-fit";
 
 /** Rows of one sample, in the columns createTable makes for the table (all NULL where it makes none). */
 export type SampleRows = unknown[][];
@@ -15,13 +16,13 @@ export const SAMPLE_ROWS = 8192;
 const STEPS_PER_SAMPLE_RUN = 30_000_000;
 /** Samples grow by this factor from one run to the next; the fit compares the last two that ended. */
 const GROWTH = 4;
-const RUNS = 4;
+const RUNS = 5;
 /** The fewest rows of the largest table a fit starts from: below that, fixed costs hide how work grows. */
 const MIN_FIT_ROWS = 64;
 /** How work may grow with the rows at most in the fit (six tables joined without keys). */
 const MAX_EXPONENT = 6;
-/** Steps are counted this finely on samples, where a whole run may take a few thousand. */
-const COUNT_EVERY_STEPS = 1000;
+/** Steps are counted this finely on samples, where a whole run may take a few thousand and the fit needs them close. */
+export const COUNT_EVERY_STEPS = 100;
 
 /** What a run's work would be at the tables' full sizes, in SQLite virtual-machine steps. */
 export type WorkEstimate =
@@ -32,9 +33,10 @@ export type WorkEstimate =
 /**
  * Estimates a statement's work on its full tables without running it there:
  * it runs the statement in sql.js on samples of the tables, each the same
- * fraction of its table, at growing fractions, counting steps, and fits
- * steps = c · fraction^k through the last two runs that ended within their
- * budget, then reads the fit at fraction 1. Tables small enough to sample
+ * fraction of its table, at growing fractions, counting steps, fits how the
+ * steps grow with the rows (work-fit.ts; with two runs only, a power law
+ * through them), and reads the fit at the full size. A run stopped at its
+ * budget bounds the growth from below. Tables small enough to sample
  * whole make the answer exact. Null when a sample run fails (a value of the
  * sample SQLite refuses, say): the query is let through.
  */
@@ -80,9 +82,14 @@ export async function estimateWork(
   const fitted = before ? growth(before, last) : null;
   // A run stopped at its budget grew at least this fast from the last one that ended.
   const atLeast = overAt === null ? null : growth(last, { fraction: overAt, steps: STEPS_PER_SAMPLE_RUN });
-  // Without either, work is taken to grow with the rows.
-  const exponent = Math.min(MAX_EXPONENT, Math.max(0, fitted ?? atLeast ?? 1, atLeast ?? 0));
-  return { steps: last.steps * (1 / last.fraction) ** exponent, exact: false, sampledRows };
+  const extrapolated = (exponent: number) => last.steps * (1 / last.fraction) ** Math.min(MAX_EXPONENT, exponent);
+  const fit = extrapolateWork(
+    ended.map((point) => ({ rows: point.fraction * largest, steps: point.steps })),
+    largest,
+  );
+  // Without a fit, a power law through the last two runs; without those, work is taken to grow with the rows.
+  const steps = fit ?? extrapolated(Math.max(0, fitted ?? atLeast ?? 1));
+  return { steps: Math.max(steps, atLeast === null ? 0 : extrapolated(atLeast)), exact: false, sampledRows };
 }
 
 /** Fills the tables with the first `counts` rows of their samples and steps the statement through, counting. */
