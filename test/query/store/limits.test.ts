@@ -219,21 +219,37 @@ class FailingStore extends MemorySource {
 }
 
 describe("a table store that stops mid-query", () => {
-  it("should fail the query with a message saying so, when the error is not worth retrying", async () => {
-    const source = new FailingStore(() =>
-      Promise.reject(new Error("Durable Object reset because its code was updated.")),
-    );
+  it("should fail the query naming the time limit when the store went away after its time was up (it was reset)", async () => {
+    const source = new FailingStore(async () => {
+      await new Promise((resolve) => setTimeout(resolve, 600));
+      throw new Error("Durable Object exceeded its CPU time limit and was reset.");
+    });
 
     const run = await runEngine("SELECT count(*) FROM a.d.big", ITEMS, {
+      mode: "store",
+      source,
+      limits: { timeLimitMs: 500 },
+    });
+
+    expect(run.outcome).toMatchObject({ engine: "store", ok: false, cancelled: false });
+    expect(messageOf(run.outcome)).toBe(
+      "Failed: the query ran longer than the time limit of 0.5 s (QUERY_TIME_LIMIT_SECONDS); the table store was reset.",
+    );
+  });
+
+  it("should throw a TransientError, for the consumer to retry, when the store went away before the query's time was up", async () => {
+    const source = new FailingStore(() =>
+      Promise.reject(new Error('Worker "dqs-store" not found. Make sure it is running locally.')),
+    );
+
+    const run = runEngine("SELECT count(*) FROM a.d.big", ITEMS, {
       mode: "store",
       source,
       limits: { timeLimitMs: 7000 },
     });
 
-    expect(run.outcome).toMatchObject({ engine: "store", ok: false, cancelled: false });
-    expect(messageOf(run.outcome)).toBe(
-      "Failed: the table store stopped while running the query (Durable Object reset because its code was updated.); if it ran long, it may have exceeded the time limit of 7 s (QUERY_TIME_LIMIT_SECONDS).",
-    );
+    await expect(run).rejects.toThrow(TransientError);
+    await expect(run).rejects.toThrow(/dqs-store/);
   });
 
   it("should throw a TransientError, for the consumer to retry, when the error is retryable", async () => {

@@ -449,12 +449,9 @@ async function runInStore(run: Run, host: number): Promise<PhaseOutcome> {
         cancelled: false,
         message: `${limitStops.time(limits).message.slice(0, -1)}; the table store was reset.`,
       };
-    if ((error as { retryable?: boolean }).retryable) throw new TransientError(`the table store: ${String(error)}`);
-    return {
-      ok: false,
-      cancelled: false,
-      message: `Failed: the table store stopped while running the query (${error instanceof Error ? error.message : String(error)}); if it ran long, it may have exceeded the time limit of ${limits.timeLimitMs / 1000} s (QUERY_TIME_LIMIT_SECONDS).`,
-    };
+    // Before its time is up, a store that went away was reset for another query (or its process restarted
+    // locally): the query is tried again, as for any passing fault of storage.
+    throw new TransientError(`the table store went away: ${String(error)}`);
   }
   if (!outcome.ok) {
     if (outcome.transient) throw new TransientError(outcome.message);
@@ -517,7 +514,8 @@ export function pastTimeLimit(estimate: RunEstimate, limits: Pick<QueryLimits, "
   return estimate.seconds > limits.timeLimitMs / 1000;
 }
 
-function overEstimate(estimate: RunEstimate, limits: QueryLimits, name: string): string {
+/** Why a query estimated past the time limit is not started, as the engine fails it and validation reports it. */
+export function overEstimate(estimate: RunEstimate, limits: QueryLimits, name: string): string {
   const seconds =
     estimate.seconds >= 100 ? Math.round(estimate.seconds).toLocaleString("en-US") : estimate.seconds.toFixed(1);
   return `${OVERRUN_OPENINGS.estimated} ${estimate.atLeast ? "at least" : "about"} ${seconds} s in the table store of ${name} (estimated from ${estimate.sampledRows} sampled rows), past the time limit of ${limits.timeLimitMs / 1000} s (QUERY_TIME_LIMIT_SECONDS), so it was not started. Make it do less: filter rows before joining, join on a key, or aggregate first.`;
