@@ -1,3 +1,4 @@
+import { env } from "cloudflare:workers";
 import { afterEach, describe, expect, it, vi, type MockInstance } from "vitest";
 import { call, postJson, readEnvelope, workerWith } from "../support/http";
 import { authHeader, login } from "../support/login";
@@ -195,4 +196,26 @@ describe("unexpected errors", () => {
     for (const path of ["/v1/auth", "/v1/me/datasets", "/v1/openapi.json", "/v1/no-such-thing"])
       expect((await readEnvelope(await call(path, {}, misconfigured), 500)).Status.Message).toMatch(/^Internal error/);
   });
+
+  it("should answer 503 with Retry-After when storage was locked for a moment, as a local state shared by processes can be", async () => {
+    const { accessToken } = await login("envelope-busy");
+    const locked = new Error("D1_ERROR: database is locked: SQLITE_BUSY");
+    const busyDb = new Proxy(env.DB, {
+      get: (target, property) =>
+        property === "prepare"
+          ? () => ({ bind: () => busyStatement(locked), ...busyStatement(locked) })
+          : Reflect.get(target, property),
+    });
+
+    const response = await call("/v1/me/datasets", { headers: authHeader(accessToken) }, workerWith({ DB: busyDb }));
+
+    const body = await readEnvelope(response, 503);
+    expect(response.headers.get("retry-after")).toBe("1");
+    expect(body.Status.Message).toMatch(/^The service's storage was busy; send the request again \(request id .+\)\.$/);
+  });
 });
+
+function busyStatement(error: Error) {
+  const fail = () => Promise.reject(new Error("D1_ERROR: a call failed", { cause: error }));
+  return { first: fail, all: fail, run: fail, raw: fail };
+}
