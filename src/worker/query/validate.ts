@@ -11,6 +11,7 @@ import {
   fromImages,
   nameOf,
   namingAsTheUserDid,
+  overEstimate,
   pastTimeLimit,
   resolve,
   type LoadableItem,
@@ -115,13 +116,20 @@ export async function validateQuery(
       sampleItem(env, item, used, count),
     ).catch(() => null);
     const seconds = estimate && Math.round(estimate.seconds * 1000) / 1000;
-    const over =
-      estimate && host !== null && pastTimeLimit(estimate, limits)
-        ? ` It would be refused: that is past the time limit of ${limits.timeLimitMs / 1000} s (QUERY_TIME_LIMIT_SECONDS).`
-        : "";
+    // As the engine: a query estimated past the time limit in a table store is not started.
+    if (estimate && host !== null && pastTimeLimit(estimate, limits))
+      return invalid(overEstimate(estimate, limits, nameOf(resolved.references[host]!)), {
+        columns,
+        dataItems,
+        engine,
+        estimatedSeconds: seconds,
+      });
+    const about = estimate
+      ? `, for ${estimate.atLeast ? "at least" : "about"} ${seconds} s (estimated from samples)`
+      : "";
     return {
       valid: true,
-      message: `Valid: ${columns.length} column${columns.length === 1 ? "" : "s"}; it would run in ${where} and read ${bytes} bytes from storage${estimate ? `, for about ${seconds} s (estimated from samples)` : ""}.${over}`,
+      message: `Valid: ${columns.length} column${columns.length === 1 ? "" : "s"}; it would run in ${where} and read ${bytes} bytes from storage${about}.`,
       columns,
       dataItems,
       engine,
