@@ -25,12 +25,19 @@ const service = await startLocalService({
   state: STATE,
   vars,
   apiArgs: rest,
+  onFailure: (worker) => {
+    console.error(`\nThe ${worker} Worker's wrangler dev stopped; dqs stopped with it.`);
+    process.exit(1);
+  },
   onOutput: (worker, text) =>
     process.stdout.write(prefixes[worker] ? text.replace(/^(?=.)/gm, prefixes[worker]) : text),
 });
 console.log(`\ndqs is running on ${service.url} (API, engine and table store Workers). Ctrl-C stops it.\n`);
-for (const signal of ["SIGINT", "SIGTERM"] as const)
-  process.once(signal, () => void service.stop().then(() => process.exit(0)));
+const stop = () => void service.stop().then(() => process.exit(0));
+for (const signal of ["SIGINT", "SIGTERM", "SIGHUP"] as const) process.once(signal, stop);
+// The Workers run in process groups of their own: when whatever started this one goes away, they go too.
+const parent = process.ppid;
+setInterval(() => process.ppid !== parent && stop(), 1000).unref();
 
 function run(command: string, args: string[]): void {
   const result = spawnSync(command, args, { cwd: ROOT, env, stdio: "inherit" });

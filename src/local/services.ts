@@ -42,6 +42,8 @@ export interface LocalServiceOptions {
   apiArgs?: string[];
   /** Each process's output, as it comes. */
   onOutput?: (worker: WorkerName, text: string) => void;
+  /** The API or the engine process ended by itself (the service is then stopped: it cannot work without it). */
+  onFailure?: (worker: WorkerName) => void;
 }
 
 export interface LocalService {
@@ -92,6 +94,12 @@ export async function startLocalService(options: LocalServiceOptions): Promise<L
       detached: true,
     });
     children.set(worker, child);
+    // The store is restarted when it stops answering; without the API or the engine nothing works.
+    if (worker !== "store")
+      child.once("exit", () => {
+        if (stopping) return;
+        void stop().then(() => options.onFailure?.(worker));
+      });
     // wrangler logs every request; the liveness checks would drown the rest.
     const output = (chunk: Buffer) => {
       const text = chunk.toString().replace(new RegExp(`^.*${LIVENESS_PATH}.*\\n`, "gm"), "");
