@@ -150,9 +150,12 @@ function QueryState(props: { status: QueryStatus | null; loadingRows: boolean })
   if (status) {
     switch (status.Status) {
       case "queued":
-      case "running":
-        text = `${status.Status === "queued" ? "Queued" : "Running"}: ${status.Message}`;
+      case "running": {
+        // The service's messages mostly say the state already ("Running: executing the query.").
+        const state = status.Status === "queued" ? "Queued" : "Running";
+        text = status.Message.startsWith(state) ? status.Message : `${state}: ${status.Message}`;
         break;
+      }
       case "succeeded":
         text = `${status.Reused ? "Succeeded · reused the result of an identical earlier query on the same data" : `Succeeded in ${queryTiming(status)}`} · ${formatCount(status.RowCount ?? 0)} rows · ${formatBytes(status.Size)}`;
         break;
