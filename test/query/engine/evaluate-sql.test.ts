@@ -275,6 +275,8 @@ describe("evaluateSql limits", () => {
       "Failed: the query ran longer than the time limit of 5 s (QUERY_TIME_LIMIT_SECONDS).",
     );
     expect(run.target.state).toBe("aborted");
+    // Its timings say how long it executed before the limit stopped it.
+    expect(run.outcome.executeMs).toBeGreaterThan(0);
   });
 
   it("should stop a cancelled query at its next check, and abort its result", async () => {

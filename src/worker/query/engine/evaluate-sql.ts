@@ -315,10 +315,11 @@ async function runInSqlJs(
   const { io, guard, db, clock, stats } = run;
   const images = new AttachedImages(instance, guard, (key) => io.source.openImage(key), io.control);
   let targetOpen = false;
+  let executeStarted: number | null = null;
   try {
     await load(run, images, created);
     await io.control.progress("Running: executing the query.");
-    const executeStarted = clock();
+    executeStarted = clock();
     guard.measure(db);
     const statement = { ...run.resolved.bound, names: run.names, declared: run.declared };
     const result = await executeStatement(db, statement, io.target, guard, () => (targetOpen = true));
@@ -326,6 +327,8 @@ async function runInSqlJs(
     stats.writeMs = result.writeMs;
     return { ok: true, rowCount: result.rowCount, size: result.size, columns: result.columns };
   } catch (error) {
+    // A query stopped while executing (its time limit, say) still says how long it ran.
+    if (executeStarted !== null) stats.executeMs = clock() - executeStarted;
     if (targetOpen) await io.target.abort();
     throw error;
   } finally {
