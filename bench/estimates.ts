@@ -66,8 +66,8 @@ const JOIN_FAR = {
   sql: "SELECT count(*) FROM {t} a JOIN {t} b ON a.category = b.category",
 };
 /**
- * join-few with ten times the rows of a: 10^9 pairs on 1M rows, tens of seconds in the store, which the samples
- * see as little more than linear work (their pairs are few beside the scans), so its estimate may let it through.
+ * join-few with ten times the rows of a: 10^9 pairs on 1M rows, tens of seconds in the store; on samples its pairs
+ * are few beside the scans, so an estimate that misses how they grow lets it through.
  */
 const JOIN_LET_THROUGH = {
   id: "join-let-through",

@@ -1,15 +1,8 @@
 import { describe, expect, it } from "vitest";
 import { DqsClient, DqsNetworkError, DqsQueryError, type FetchLike } from "../../src/sdk";
-import { json, statusOf } from "./support";
+import { json, statusOf, unexpiredTokens } from "./support";
 
-const far = new Date(Date.now() + 3_600_000);
-const tokens = {
-  tokenType: "Bearer" as const,
-  accessToken: "t",
-  accessTokenExpiresAt: far,
-  refreshToken: "r",
-  refreshTokenExpiresAt: far,
-};
+const tokens = unexpiredTokens();
 
 const running = statusOf("running", "Running: executing the query.");
 

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { DqsClient, DqsNetworkError, DqsQueryError, type FetchLike, type QueryState } from "../../src/sdk";
-import { json, statusOf } from "./support";
+import { json, statusOf, unexpiredTokens } from "./support";
 
 /**
  * A scripted stand-in for the query endpoints: each status request answers
@@ -29,14 +29,7 @@ function scriptedService(states: QueryState[]): { fetch: FetchLike; submits: Req
   return { fetch, submits, polls };
 }
 
-const far = new Date(Date.now() + 3_600_000);
-const tokens = {
-  tokenType: "Bearer" as const,
-  accessToken: "t",
-  accessTokenExpiresAt: far,
-  refreshToken: "r",
-  refreshTokenExpiresAt: far,
-};
+const tokens = unexpiredTokens();
 
 function client(fetch: FetchLike): DqsClient {
   return new DqsClient({ baseUrl: "http://dqs.test", tokens, fetch });

@@ -90,3 +90,15 @@ export function statusOf(state: QueryState, message = `The query is ${state}.`):
 export function json(body: unknown): Response {
   return new Response(JSON.stringify(body), { headers: { "content-type": "application/json" } });
 }
+
+/** Tokens that stay valid for an hour, for a client whose requests a stand-in answers. */
+export function unexpiredTokens(): TokenSet {
+  const far = new Date(Date.now() + 3_600_000);
+  return {
+    tokenType: "Bearer",
+    accessToken: "t",
+    accessTokenExpiresAt: far,
+    refreshToken: "r",
+    refreshTokenExpiresAt: far,
+  };
+}
