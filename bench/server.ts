@@ -132,7 +132,6 @@ export async function startWranglerDev(vars: Record<string, string> = {}): Promi
     const service = await startLocalService({
       cwd: snapshot,
       env,
-      port: await freePort(),
       state,
       vars,
       onOutput: (worker, text) => (log += worker === "api" ? text : text.replace(/^(?=.)/gm, `[${worker}] `)),

@@ -32,8 +32,8 @@ export interface LocalServiceOptions {
   /** The project folder wrangler runs from. */
   cwd: string;
   env: NodeJS.ProcessEnv;
-  /** Where the API answers. */
-  port: number;
+  /** Where the API answers; without it, a free port. */
+  port?: number;
   /** The local state folder (--persist-to) the three processes share. */
   state: string;
   /** The API Worker's vars beyond LOCAL_VARS. */
@@ -61,7 +61,7 @@ export interface LocalService {
 export async function startLocalService(options: LocalServiceOptions): Promise<LocalService> {
   const vars = { ...LOCAL_VARS, ...options.vars };
   const timeLimitMs = timeLimitSeconds(options.cwd, vars) * 1000;
-  const ports = { api: options.port, engine: await freePort(), store: await freePort() };
+  const ports: Record<WorkerName, number> = { api: options.port ?? 0, engine: 0, store: 0 };
   const children = new Map<WorkerName, ChildProcess>();
   const inspectors = new Map<WorkerName, number>();
   let stopping = false;
@@ -85,29 +85,47 @@ export async function startLocalService(options: LocalServiceOptions): Promise<L
       ? [...Object.entries(vars).flatMap(([k, v]) => ["--var", `${k}:${v}`]), ...(options.apiArgs ?? [])]
       : []),
   ];
+  /** Starts one process; resolves once it answers, or throws with why it could not. */
   const launch = async (worker: WorkerName) => {
-    inspectors.set(worker, await freePort());
-    const child = spawn(join(options.cwd, "node_modules/.bin/wrangler"), args(worker, inspectors.get(worker)!), {
-      cwd: options.cwd,
-      env: options.env,
-      stdio: ["ignore", "pipe", "pipe"],
-      detached: true,
-    });
-    children.set(worker, child);
-    // The store is restarted when it stops answering; without the API or the engine nothing works.
-    if (worker !== "store")
-      child.once("exit", () => {
-        if (stopping) return;
-        void stop().then(() => options.onFailure?.(worker));
+    // A port found free can be taken before wrangler binds it (by another run, or wrangler's own sockets): try others.
+    for (let attempt = 1; ; attempt++) {
+      if (worker !== "api" || options.port === undefined) ports[worker] = await freePort();
+      inspectors.set(worker, await freePort());
+      let said = "";
+      const child = spawn(join(options.cwd, "node_modules/.bin/wrangler"), args(worker, inspectors.get(worker)!), {
+        cwd: options.cwd,
+        env: options.env,
+        stdio: ["ignore", "pipe", "pipe"],
+        detached: true,
       });
-    // wrangler logs every request; the liveness checks would drown the rest.
-    const output = (chunk: Buffer) => {
-      const text = chunk.toString().replace(new RegExp(`^.*${LIVENESS_PATH}.*\\n`, "gm"), "");
-      if (text) options.onOutput?.(worker, text);
-    };
-    child.stdout?.on("data", output);
-    child.stderr?.on("data", output);
-    return child;
+      children.set(worker, child);
+      // wrangler logs every request; the liveness checks would drown the rest.
+      const output = (chunk: Buffer) => {
+        const text = chunk.toString().replace(new RegExp(`^.*${LIVENESS_PATH}.*\\n`, "gm"), "");
+        said += text;
+        if (text) options.onOutput?.(worker, text);
+      };
+      child.stdout?.on("data", output);
+      child.stderr?.on("data", output);
+      try {
+        await until(async () => {
+          if (child.exitCode !== null) throw new Error(`the ${worker} Worker's wrangler dev exited early`);
+          return readiness[worker]();
+        }, 120_000);
+      } catch (error) {
+        const portTaken = /Address already in use/i.test(said);
+        await endGroup(child);
+        if (portTaken && attempt < 3 && (worker !== "api" || options.port === undefined)) continue;
+        throw error;
+      }
+      // The store is restarted when it stops answering; without the API or the engine nothing works.
+      if (worker !== "store")
+        child.once("exit", () => {
+          if (stopping) return;
+          void stop().then(() => options.onFailure?.(worker));
+        });
+      return;
+    }
   };
 
   const stop = async () => {
@@ -116,21 +134,15 @@ export async function startLocalService(options: LocalServiceOptions): Promise<L
     await Promise.all([...children.values()].map(endGroup));
   };
 
-  const url = `http://127.0.0.1:${ports.api}`;
+  const apiUrl = () => `http://127.0.0.1:${ports.api}`;
   // One at a time: processes opening the shared local state at once can find its databases locked.
   const readiness: Record<WorkerName, () => Promise<boolean>> = {
     store: () => answers(`http://127.0.0.1:${ports.store}${LIVENESS_PATH}`),
     engine: () => answers(`http://127.0.0.1:${ports.engine}/`, 2_000, false),
-    api: () => answers(`${url}/v1/openapi.json`),
+    api: () => answers(`${apiUrl()}/v1/openapi.json`),
   };
   try {
-    for (const worker of ["store", "engine", "api"] as const) {
-      const child = await launch(worker);
-      await until(async () => {
-        if (child.exitCode !== null) throw new Error(`the ${worker} Worker's wrangler dev exited early`);
-        return readiness[worker]();
-      }, 120_000);
-    }
+    for (const worker of ["store", "engine", "api"] as const) await launch(worker);
   } catch (error) {
     await stop();
     throw error;
@@ -152,7 +164,7 @@ export async function startLocalService(options: LocalServiceOptions): Promise<L
           `[dqs] The table store process answered nothing for over ${Math.round((Date.now() - storeAnsweredAt) / 1000)} s (the query time limit is ${timeLimitMs / 1000} s): a statement held it. Restarting it.\n`,
         );
         await endGroup(children.get("store")!);
-        if (!stopping) await launch("store");
+        if (!stopping) await launch("store").catch((error) => options.onOutput?.("store", `[dqs] ${String(error)}\n`));
         storeAnsweredAt = Date.now();
       }
     } finally {
@@ -161,7 +173,7 @@ export async function startLocalService(options: LocalServiceOptions): Promise<L
   }, LIVENESS_EVERY_MS);
 
   return {
-    url,
+    url: apiUrl(),
     pids: () => ({
       api: children.get("api")?.pid,
       engine: children.get("engine")?.pid,

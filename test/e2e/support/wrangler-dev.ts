@@ -45,7 +45,6 @@ export async function startWranglerDev(vars: Record<string, string> = {}): Promi
       cwd: ROOT,
       // Other runs' Workers register under the same names; each run finds only its own.
       env: { ...QUIET_ENV, WRANGLER_REGISTRY_PATH: join(state, "registry") },
-      port: await freePort(),
       state,
       vars,
       onOutput: (worker, text) => (log += worker === "api" ? text : text.replace(/^(?=.)/gm, `[${worker}] `)),
