@@ -301,3 +301,26 @@ function toUsage(result: unknown): HeapUsage | null {
   if (!r || typeof r.usedSize !== "number") return null;
   return { used: r.usedSize, total: r.totalSize ?? 0, backing: r.backingStorageSize ?? 0 };
 }
+
+/** What the memory pass measures a run with: one isolate, or either of the engine's two lanes. */
+export type Measurer = Pick<IsolateInspector, "measure" | "measureHeld">;
+
+/**
+ * The engine's quick and long lanes (src/worker/query/queues.ts) as one: a
+ * query runs in the one or, moved, in the other, so both are read while it
+ * runs and the one whose heap grew more is reported.
+ */
+export function eitherIsolate(a: IsolateInspector, b: IsolateInspector): Measurer {
+  const larger = <R extends { delta: number }>(x: R | null, y: R | null) =>
+    x === null ? y : y === null ? x : y.delta > x.delta ? y : x;
+  return {
+    async measure(work, everyMs) {
+      const outer = await a.measure(() => b.measure(work, everyMs), everyMs);
+      return { value: outer.value.value, heap: larger(outer.heap, outer.value.heap) };
+    },
+    async measureHeld(work, everyMs) {
+      const outer = await a.measureHeld(() => b.measureHeld(work, everyMs), everyMs);
+      return { value: outer.value.value, heap: larger(outer.heap, outer.value.heap) };
+    },
+  };
+}

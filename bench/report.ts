@@ -146,7 +146,7 @@ export interface ReuseRun {
  * table-store queries (the table store Worker), and how it knew.
  */
 export interface IsolateNote {
-  role: "uploads" | "queries" | "store queries";
+  role: "uploads" | "queries" | "long queries" | "store queries";
   /** The Worker's name in its config (`dqs`, `dqs-engine`, `dqs-store`). */
   worker: string | null;
   /** How the session was reached: the inspector proxy of the Worker's own `wrangler dev` process. */
@@ -1084,6 +1084,10 @@ function renderReuse(summary: Summary, lines: string[]): void {
 function isolateLine(summary: Summary, role: IsolateNote["role"]): string {
   const note = summary.memory_pass.isolates.find((i) => i.role === role);
   if (!note) return "";
+  // sql.js queries are read in both engine lanes (the quick one and, for a query moved on, the long one).
+  const long = role === "queries" ? summary.memory_pass.isolates.find((i) => i.role === "long queries") : undefined;
+  if (long?.ok && note.ok)
+    return ` Isolate figures read in ${note.worker}'s and ${long.worker}'s isolates (the engine's two lanes; the larger growth of the two).`;
   if (!note.ok)
     return ` Isolate figures: not measured (no checked DevTools session on ${note.worker ?? "the Worker"}'s isolate).`;
   // The port changes from run to run: the table says how, latest.json also where.

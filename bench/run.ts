@@ -46,7 +46,7 @@ import {
   type Timed,
   type UploadRun,
 } from "./report.ts";
-import { IsolateInspector, type HeapReport, type HeldReport } from "./inspector.ts";
+import { eitherIsolate, IsolateInspector, type HeapReport, type HeldReport, type Measurer } from "./inspector.ts";
 import { runEstimatesBench } from "./estimates.ts";
 import { runPagesBench } from "./pages.ts";
 import {
@@ -125,8 +125,11 @@ interface Collected {
  */
 interface Isolates {
   api: IsolateInspector | null;
-  engine: IsolateInspector | null;
+  /** The engine's quick and long lanes, read together (a query moved on runs in the long one). */
+  engine: Measurer | null;
   store: IsolateInspector | null;
+  /** Every session opened, to close. */
+  sessions: IsolateInspector[];
 }
 
 /** The data item each file is uploaded as. */
@@ -470,7 +473,7 @@ async function main() {
               refs,
               currentPids().worker,
               inspector,
-              inspector === isolates?.store ? "dqs-store" : inspector ? "dqs-engine" : null,
+              inspector === isolates?.store ? "dqs-store" : inspector ? "dqs-engine (its two lanes)" : null,
               mode,
             );
             const { referenceRows, ...stored } = record;
@@ -534,7 +537,7 @@ async function main() {
       const inStore = queries.length > 0 && [...engineOf.values()].some((e) => e === "store");
       const connected = await connectIsolates(server, sqljs, inStore);
       isolateNotes = connected.notes;
-      const { api, engine, store } = connected.isolates;
+      const { api, engine, store, sessions } = connected.isolates;
       if (!api && !engine && !store)
         log("memory pass: no isolate could be inspected; the isolates' memory is not measured");
       else {
@@ -545,9 +548,7 @@ async function main() {
             queries: MEMORY_PASS_QUERIES,
           });
         } finally {
-          api?.close();
-          engine?.close();
-          store?.close();
+          for (const session of sessions) session.close();
         }
       }
     }
@@ -661,9 +662,12 @@ async function connectIsolates(
   };
 
   const api = await open("uploads", "wrangler.toml", ports.api);
-  const engine = withEngine ? await open("queries", "wrangler.engine.toml", ports.engine) : null;
+  const quick = withEngine ? await open("queries", "wrangler.engine.toml", ports.engine) : null;
+  const long = withEngine ? await open("long queries", "wrangler.engine.toml", ports["engine-long"]) : null;
+  const engine = quick && long ? eitherIsolate(quick, long) : (quick ?? long);
   const store = withStore ? await open("store queries", "wrangler.store.toml", ports.store) : null;
-  return { isolates: { api, engine, store }, notes };
+  const sessions = [api, quick, long, store].filter((session) => session !== null);
+  return { isolates: { api, engine, store, sessions }, notes };
 }
 
 /** The per-query memory budget in force: a --var override, else wrangler.toml's. */
@@ -971,7 +975,7 @@ async function caseOnce(
   reference: boolean,
   refs: RepeatReferences | null,
   workerPids: number[],
-  inspector: IsolateInspector | null,
+  inspector: Measurer | null,
   isolateWorker: string | null,
   mode: MemoryMode | null,
 ): Promise<Omit<CaseRun, "run"> & { referenceRows: string[][] | null }> {

@@ -29,6 +29,12 @@ export default defineConfig(async () => {
                     maxRetries: 3,
                     deadLetterQueue: "dqs-queries-dlq",
                   },
+                  "dqs-queries-long": {
+                    maxBatchSize: 1,
+                    maxBatchTimeout: 0,
+                    maxRetries: 3,
+                    deadLetterQueue: "dqs-queries-dlq",
+                  },
                   "dqs-queries-dlq": { maxBatchSize: 10, maxBatchTimeout: 1 },
                   "dqs-builds": {
                     maxBatchSize: 1,

@@ -2,7 +2,7 @@
  * `npm run dev`: builds the console, applies the D1 migrations to the local
  * state, and runs the service on http://localhost:8787 (services.ts). Its
  * arguments go to the API Worker's `wrangler dev`: `--port 8811`,
- * `--var QUERY_TIME_LIMIT_SECONDS:10`. Ctrl-C stops all three processes.
+ * `--var QUERY_TIME_LIMIT_SECONDS:10`. Ctrl-C stops all four processes.
  */
 import { spawnSync } from "node:child_process";
 import { join, resolve } from "node:path";
@@ -17,7 +17,12 @@ const { port, vars, rest } = parseArguments(process.argv.slice(2));
 run("node", ["src/web/build.mjs"]);
 run(join(ROOT, "node_modules/.bin/wrangler"), ["d1", "migrations", "apply", "DB", "--local", "--persist-to", STATE]);
 
-const prefixes: Record<WorkerName, string> = { api: "", engine: "[engine] ", store: "[store] " };
+const prefixes: Record<WorkerName, string> = {
+  api: "",
+  engine: "[engine] ",
+  "engine-long": "[engine-long] ",
+  store: "[store] ",
+};
 const service = await startLocalService({
   cwd: ROOT,
   env,
@@ -32,7 +37,7 @@ const service = await startLocalService({
   onOutput: (worker, text) =>
     process.stdout.write(prefixes[worker] ? text.replace(/^(?=.)/gm, prefixes[worker]) : text),
 });
-console.log(`\ndqs is running on ${service.url} (API, engine and table store Workers). Ctrl-C stops it.\n`);
+console.log(`\ndqs is running on ${service.url} (API, engine lanes and table store Workers). Ctrl-C stops it.\n`);
 const stop = () => void service.stop().then(() => process.exit(0));
 for (const signal of ["SIGINT", "SIGTERM", "SIGHUP"] as const) process.once(signal, stop);
 // The Workers run in process groups of their own: when whatever started this one goes away, they go too.

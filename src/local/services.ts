@@ -1,25 +1,29 @@
 /**
- * The local service as `npm run dev` runs it: the three Workers in three
- * `wrangler dev` processes sharing one local state (D1, R2, queues and
- * Durable Objects reach each other through wrangler's dev registry).
+ * The local service as `npm run dev` runs it: the API, the engine's two
+ * lanes and the table stores in four `wrangler dev` processes sharing one
+ * local state (D1, R2, queues and Durable Objects reach each other through
+ * wrangler's dev registry).
  *
  * workerd runs all the Workers of one process on one thread, and a SQLite
  * statement cannot be interrupted, so a long statement would hold every
  * request of its process. Apart, the API answers while the engine or a
- * table store works. A table store held by one statement past the query
- * time limit is restarted, as a deployed object past its CPU limit is reset.
+ * table store works, and the quick lane's short queries never wait behind
+ * the long lane's. A table store held by one statement past the query time
+ * limit is restarted, as a deployed object past its CPU limit is reset.
  */
 import { spawn, type ChildProcess } from "node:child_process";
 import { readFileSync } from "node:fs";
 import { createServer } from "node:net";
 import { join } from "node:path";
 
-export type WorkerName = "api" | "engine" | "store";
+export type WorkerName = "api" | "engine" | "engine-long" | "store";
 
-const CONFIGS: Record<WorkerName, string> = {
-  api: "wrangler.toml",
-  engine: "wrangler.engine.toml",
-  store: "wrangler.store.toml",
+/** Each process's configuration (and environment): the long lane is the engine deployed again (`--env long`). */
+const CONFIGS: Record<WorkerName, string[]> = {
+  api: ["-c", "wrangler.toml"],
+  engine: ["-c", "wrangler.engine.toml"],
+  "engine-long": ["-c", "wrangler.engine.toml", "--env", "long"],
+  store: ["-c", "wrangler.store.toml"],
 };
 /** The API Worker's settings a local run always has: development mode; one query per user in the engine. */
 export const LOCAL_VARS = { ENVIRONMENT: "development", QUERY_MAX_RUNNING_PER_USER: "1" };
@@ -34,7 +38,7 @@ export interface LocalServiceOptions {
   env: NodeJS.ProcessEnv;
   /** Where the API answers; without it, a free port. */
   port?: number;
-  /** The local state folder (--persist-to) the three processes share. */
+  /** The local state folder (--persist-to) the processes share. */
   state: string;
   /** The API Worker's vars beyond LOCAL_VARS. */
   vars?: Record<string, string>;
@@ -48,7 +52,7 @@ export interface LocalServiceOptions {
 
 export interface LocalService {
   url: string;
-  /** Process ids of the three `wrangler dev` processes (each the leader of its own group). */
+  /** Process ids of the `wrangler dev` processes (each the leader of its own group). */
   pids(): Record<WorkerName, number | undefined>;
   /** Ports of the DevTools inspector of each process (the store's changes when it is restarted). */
   inspectorPorts(): Record<WorkerName, number | undefined>;
@@ -57,11 +61,11 @@ export interface LocalService {
   stop(): Promise<void>;
 }
 
-/** Starts the three processes and resolves once the API answers; throws with their output if one fails first. */
+/** Starts the processes and resolves once the API answers; throws with their output if one fails first. */
 export async function startLocalService(options: LocalServiceOptions): Promise<LocalService> {
   const vars = { ...LOCAL_VARS, ...options.vars };
   const timeLimitMs = timeLimitSeconds(options.cwd, vars) * 1000;
-  const ports: Record<WorkerName, number> = { api: options.port ?? 0, engine: 0, store: 0 };
+  const ports: Record<WorkerName, number> = { api: options.port ?? 0, engine: 0, "engine-long": 0, store: 0 };
   const children = new Map<WorkerName, ChildProcess>();
   const inspectors = new Map<WorkerName, number>();
   let stopping = false;
@@ -70,8 +74,7 @@ export async function startLocalService(options: LocalServiceOptions): Promise<L
 
   const args = (worker: WorkerName, inspectorPort: number): string[] => [
     "dev",
-    "-c",
-    CONFIGS[worker],
+    ...CONFIGS[worker],
     "--ip",
     "127.0.0.1",
     "--port",
@@ -139,10 +142,11 @@ export async function startLocalService(options: LocalServiceOptions): Promise<L
   const readiness: Record<WorkerName, () => Promise<boolean>> = {
     store: () => answers(`http://127.0.0.1:${ports.store}${LIVENESS_PATH}`),
     engine: () => answers(`http://127.0.0.1:${ports.engine}/`, 2_000, false),
+    "engine-long": () => answers(`http://127.0.0.1:${ports["engine-long"]}/`, 2_000, false),
     api: () => answers(`${apiUrl()}/v1/openapi.json`),
   };
   try {
-    for (const worker of ["store", "engine", "api"] as const) await launch(worker);
+    for (const worker of ["store", "engine", "engine-long", "api"] as const) await launch(worker);
   } catch (error) {
     await stop();
     throw error;
@@ -177,11 +181,13 @@ export async function startLocalService(options: LocalServiceOptions): Promise<L
     pids: () => ({
       api: children.get("api")?.pid,
       engine: children.get("engine")?.pid,
+      "engine-long": children.get("engine-long")?.pid,
       store: children.get("store")?.pid,
     }),
     inspectorPorts: () => ({
       api: inspectors.get("api"),
       engine: inspectors.get("engine"),
+      "engine-long": inspectors.get("engine-long"),
       store: inspectors.get("store"),
     }),
     storeRestarts: () => restarts,
@@ -193,7 +199,7 @@ export async function startLocalService(options: LocalServiceOptions): Promise<L
 function timeLimitSeconds(cwd: string, vars: Record<string, string>): number {
   const given = Number(vars.QUERY_TIME_LIMIT_SECONDS);
   if (given > 0) return given;
-  const configured = readFileSync(join(cwd, CONFIGS.api), "utf8").match(/^QUERY_TIME_LIMIT_SECONDS\s*=\s*"(\d+)"/m);
+  const configured = readFileSync(join(cwd, "wrangler.toml"), "utf8").match(/^QUERY_TIME_LIMIT_SECONDS\s*=\s*"(\d+)"/m);
   return Number(configured?.[1] ?? 120);
 }
 

@@ -38,6 +38,8 @@ export interface QueryLimits {
   storeMinRows: number;
   /** The most a table store may hold, its rows and what a query brings in (TABLE_STORE_MAX_BYTES). */
   maxStoreBytes: number;
+  /** Set by the quick lane's consumer, never recorded: work past this moves the query to the long lane. */
+  quickLaneMs?: number;
 }
 
 /** How many of one user's queries may be in the engine at once, and how many more may wait. */

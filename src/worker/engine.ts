@@ -1,18 +1,19 @@
 import { consumeDeadQueries, consumeQueries, type WorkMessage } from "./query/consumer";
 import { DEAD_LETTER_QUEUES, QUEUES } from "./query/queues";
 
-const LIVE_QUEUES: ReadonlySet<string> = new Set([QUEUES.queries, QUEUES.builds]);
+const LIVE_QUEUES: ReadonlySet<string> = new Set([QUEUES.queries, QUEUES.queriesLong, QUEUES.builds]);
 
 /**
- * The engine Worker: consumes the query queue and the build queue (column
- * images and table stores) in isolates of its own, and their dead-letter
- * queues; each consumer takes either kind of message. A queue it does not
- * know fails the batch, so a misnamed binding shows at once.
+ * The engine Worker: consumes the query queues (the quick lane and the long
+ * lane) and the build queue (column images and table stores) in isolates of
+ * its own, and their dead-letter queues; each consumer takes either kind of
+ * message. A queue it does not know fails the batch, so a misnamed binding
+ * shows at once.
  */
 export default {
   queue: (batch, env) => {
     if (DEAD_LETTER_QUEUES.has(batch.queue)) return consumeDeadQueries(batch, env);
-    if (LIVE_QUEUES.has(batch.queue)) return consumeQueries(batch, env);
+    if (LIVE_QUEUES.has(batch.queue)) return consumeQueries(batch, env, batch.queue === QUEUES.queries);
     throw new Error(`the engine does not consume the queue ${batch.queue}`);
   },
 } satisfies ExportedHandler<Env, WorkMessage>;

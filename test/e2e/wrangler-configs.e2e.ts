@@ -16,19 +16,23 @@ function valueIn(toml: string, table: string, key: string): string | undefined {
   return section?.match(new RegExp(`^${key}\\s*=\\s*"?([^"\\n]*)"?`, "m"))?.[1];
 }
 
-/** The queues of a configuration's [[queues.producers]] or [[queues.consumers]] tables, in order. */
-function queues(toml: string, kind: "producers" | "consumers"): string[] {
+/** The queues of a configuration's [[queues.producers]] or [[queues.consumers]] tables (of an environment), in order. */
+function queues(toml: string, kind: "producers" | "consumers", env = ""): string[] {
   return toml
     .split(/^(?=\[)/m)
-    .filter((section) => section.startsWith(`[[queues.${kind}]]`))
+    .filter((section) => section.startsWith(`[[${env ? `env.${env}.` : ""}queues.${kind}]]`))
     .map((section) => section.match(/^queue = "([^"]+)"/m)?.[1] ?? "");
 }
 
-/** script_name of the [[durable_objects.bindings]] table naming `binding`, or undefined when it names none. */
-function scriptOf(toml: string, binding: string): string | undefined {
+/** script_name of the [[durable_objects.bindings]] table naming `binding` (of an environment), or undefined. */
+function scriptOf(toml: string, binding: string, env = ""): string | undefined {
   const section = toml
     .split(/^(?=\[)/m)
-    .find((part) => part.startsWith("[[durable_objects.bindings]]") && part.includes(`name = "${binding}"`));
+    .find(
+      (part) =>
+        part.startsWith(`[[${env ? `env.${env}.` : ""}durable_objects.bindings]]`) &&
+        part.includes(`name = "${binding}"`),
+    );
   return section?.match(/^script_name = "([^"]+)"/m)?.[1];
 }
 
@@ -64,13 +68,24 @@ describe("the three Workers' configurations", () => {
   it("should bind the engine to the API's database, bucket, queue and query state", () => {
     expect(valueIn(engine, "[d1_databases]", "database_name")).toBe(valueIn(api, "[d1_databases]", "database_name"));
     expect(valueIn(engine, "[r2_buckets]", "bucket_name")).toBe(valueIn(api, "[r2_buckets]", "bucket_name"));
-    expect(queues(api, "producers")).toEqual(["dqs-queries", "dqs-builds", "dqs-webhooks"]);
-    expect(queues(engine, "producers")).toEqual([]);
-    const consumers = queues(engine, "consumers");
-    expect(consumers).toEqual(["dqs-queries", "dqs-queries-dlq", "dqs-builds", "dqs-builds-dlq"]);
-    // The engine picks each batch's handler by these names (src/worker/query/queues.ts).
-    expect([...consumers].sort()).toEqual(Object.values(QUEUES).sort());
+    expect(queues(api, "producers")).toEqual(["dqs-queries", "dqs-queries-long", "dqs-builds", "dqs-webhooks"]);
     expect(scriptOf(engine, "QUERY_STATE")).toBe(valueIn(api, "", "name"));
+  });
+
+  it("should deploy the engine twice: the quick lane, which sends long queries on, and the long lane with the builds", () => {
+    expect(queues(engine, "consumers")).toEqual(["dqs-queries", "dqs-queries-dlq"]);
+    expect(queues(engine, "producers")).toEqual([QUEUES.queriesLong]);
+    const long = queues(engine, "consumers", "long");
+    expect(long).toEqual(["dqs-queries-long", "dqs-builds", "dqs-builds-dlq"]);
+    // The engine picks each batch's handler by these names (src/worker/query/queues.ts).
+    expect([...queues(engine, "consumers"), ...long].sort()).toEqual(Object.values(QUEUES).sort());
+    // An environment inherits no bindings: the long lane's are the quick lane's.
+    for (const binding of ["QUERY_STATE", "TABLE_STORE"])
+      expect(scriptOf(engine, binding, "long")).toBe(scriptOf(engine, binding));
+    expect(valueIn(engine, "[env.long.d1_databases]", "database_name")).toBe(
+      valueIn(api, "[d1_databases]", "database_name"),
+    );
+    expect(valueIn(engine, "[env.long.r2_buckets]", "bucket_name")).toBe(valueIn(api, "[r2_buckets]", "bucket_name"));
   });
 
   it("should have the API Worker consume only the completion webhooks, which its QueryState objects produce", () => {

@@ -227,6 +227,56 @@ describe("consumeQueries", () => {
   });
 });
 
+describe("the quick lane", () => {
+  // About 3 × 10^7 steps or more: past the quick lane's half second of work, well within the time limit.
+  const LONG_SQL =
+    "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c LIMIT 4000000) SELECT count(*) AS n FROM c";
+
+  it("should run a short query there, sending nothing on", async () => {
+    const longLane = new TestQueue();
+    const queryId = await queued();
+
+    const result = await consume([queryId], { LONG_QUERY_QUEUE: longLane }, { quickLane: true });
+
+    expect(outcomeOf(result)).toEqual({ acked: 1, retried: [] });
+    expect(longLane.sent).toEqual([]);
+    expect(await resultText(user.accessToken, queryId)).toBe("total\n6\n");
+  });
+
+  it("should send a query past its share on to the long lane, queued and saying so, where it runs from the start", async () => {
+    const longLane = new TestQueue();
+    const queryId = await queued(LONG_SQL);
+
+    const quick = await consume([queryId], { LONG_QUERY_QUEUE: longLane }, { quickLane: true });
+    const between = await statusOf(user.accessToken, queryId);
+    const long = await consume([queryId]);
+
+    expect(outcomeOf(quick)).toEqual({ acked: 1, retried: [] });
+    expect(longLane.sent).toEqual([{ queryId }]);
+    expect(between.Status).toBe("queued");
+    expect(between.Message).toMatch(
+      /^Queued: in the lane for long queries \(the query needs more than 500 ms of work\)/,
+    );
+    expect(await env.BUCKET.head(await resultObjectKey(queryId))).toBeNull();
+    expect(outcomeOf(long)).toEqual({ acked: 1, retried: [] });
+    expect(await statusOf(user.accessToken, queryId)).toMatchObject({ Status: "succeeded", RowCount: 1 });
+    expect(await resultText(user.accessToken, queryId)).toBe("n\n4000000\n");
+  });
+
+  it("should retry in the quick lane when the long lane cannot be reached, the query queued for it", async () => {
+    const failing = Object.assign(new TestQueue(), {
+      send: () => Promise.reject(new Error("the queue is unavailable")),
+    });
+    const queryId = await queued(LONG_SQL);
+
+    const result = await consume([queryId], { LONG_QUERY_QUEUE: failing }, { quickLane: true });
+
+    expect(outcomeOf(result)).toEqual({ acked: 0, retried: [5] });
+    expect(loggedSteps(queryId)).toEqual(["move to the long lane"]);
+    expect((await recordOf(queryId))?.status).toBe("queued");
+  });
+});
+
 describe("consumeDeadQueries", () => {
   it("should fail a query that ran out of retries and acknowledge the message", async () => {
     const queryId = await queued();
@@ -274,6 +324,23 @@ describe("the Worker's queue handler", () => {
 
     expect((await getQueueResult(batch, ctx)).explicitAcks).toEqual(["dead-1"]);
     expect((await recordOf(queryId))?.message).toMatch(/could not be run after several attempts/);
+  });
+
+  it("should run the long lane's messages without sending them on", async () => {
+    const longLane = new TestQueue();
+    const queryId = await queued(
+      "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c LIMIT 4000000) SELECT count(*) AS n FROM c",
+    );
+    const batch = createMessageBatch<QueryMessage>("dqs-queries-long", [
+      { id: "long-1", timestamp: new Date(), attempts: 1, body: { queryId } },
+    ]);
+    const ctx = createExecutionContext();
+
+    await worker.queue(batch, { ...env, LONG_QUERY_QUEUE: longLane });
+
+    expect((await getQueueResult(batch, ctx)).explicitAcks).toEqual(["long-1"]);
+    expect(longLane.sent).toEqual([]);
+    expect((await recordOf(queryId))?.status).toBe("succeeded");
   });
 
   it("should send messages of the query queue to the query consumer", async () => {

@@ -146,7 +146,7 @@ describe("QueryState", () => {
     await stub.create(init);
     await stub.claim();
 
-    const requeued = await stub.requeue("R2 is down");
+    const requeued = await stub.requeue("Queued again after a transient error: R2 is down");
     const reclaimed = await stub.claim();
 
     expect(requeued).toMatchObject({ status: "queued" });
@@ -159,7 +159,7 @@ describe("QueryState", () => {
     const { stub, init } = await newQuery();
     const created = await stub.create(init);
 
-    expect(await stub.requeue("R2 is down")).toEqual(created.record);
+    expect(await stub.requeue("Queued again after a transient error: R2 is down")).toEqual(created.record);
   });
 
   it("should write success with the result's facts into the query's row, once, and disarm the watchdog", async () => {

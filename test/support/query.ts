@@ -83,7 +83,7 @@ export interface ConsumerOutcome {
 export function consume(
   queryIds: string[],
   overrides: Partial<Env> = {},
-  options: { attempts?: number; dead?: boolean } = {},
+  options: { attempts?: number; dead?: boolean; quickLane?: boolean } = {},
 ): Promise<ConsumerOutcome> {
   return deliver(
     queryIds.map((queryId) => ({ queryId })),
@@ -92,11 +92,14 @@ export function consume(
   );
 }
 
-/** Delivers messages of any kind (queries, column-image requests) to the real consumer, as consume() does. */
+/**
+ * Delivers messages of any kind (queries, column-image requests) to the real consumer, as consume() does: as the
+ * long lane does unless `quickLane` (which sends a query needing more than its share to LONG_QUERY_QUEUE).
+ */
 export async function deliver(
   bodies: WorkMessage[],
   overrides: Partial<Env> = {},
-  options: { attempts?: number; dead?: boolean } = {},
+  options: { attempts?: number; dead?: boolean; quickLane?: boolean } = {},
 ): Promise<ConsumerOutcome> {
   const batch = createMessageBatch<WorkMessage>(
     options.dead ? "dqs-queries-dlq" : "dqs-queries",
@@ -109,8 +112,8 @@ export async function deliver(
   );
   const retries = batch.messages.map((message) => vi.spyOn(message, "retry"));
   const ctx = createExecutionContext();
-  const run = options.dead ? consumeDeadQueries : consumeQueries;
-  await run(batch, { ...env, ...overrides });
+  if (options.dead) await consumeDeadQueries(batch, { ...env, ...overrides });
+  else await consumeQueries(batch, { ...env, ...overrides }, options.quickLane);
   const result = await getQueueResult(batch, ctx);
   return {
     acked: result.explicitAcks.length + (result.ackAll ? batch.messages.length : 0),

@@ -3,6 +3,8 @@ import { findQuery } from "./history";
 import { prepareItem, type PrepareMessage } from "./prepare-item";
 import { queryStub, type QueryMessage } from "./queries";
 import { FINISHED, type RunOutcome } from "./query-record";
+import { QUICK_LANE_MS } from "./queues";
+import { LongWork } from "./run-limits";
 import { runClaimedQuery } from "./run-claimed-query";
 
 /** What the queue carries: a query to run, or a data item version whose column images to build. */
@@ -31,15 +33,19 @@ function backoffSeconds(attempts: number): number {
  * retries the message with backoff; after the last retry the dead-letter
  * consumer fails it.
  */
-export async function consumeQueries(batch: MessageBatch<WorkMessage>, env: Env): Promise<void> {
+export async function consumeQueries(batch: MessageBatch<WorkMessage>, env: Env, quickLane = false): Promise<void> {
   for (const message of batch.messages) {
     if (isPrepare(message.body)) await consumePrepare(message as Message<PrepareMessage>, env);
-    else await consumeQuery(message as Message<QueryMessage>, env);
+    else await consumeQuery(message as Message<QueryMessage>, env, quickLane);
   }
 }
 
-/** Runs one query message (see consumeQueries), under the limits recorded when it was submitted. */
-async function consumeQuery(message: Message<QueryMessage>, env: Env): Promise<void> {
+/**
+ * Runs one query message (see consumeQueries), under the limits recorded when
+ * it was submitted. In the quick lane a query that needs more than its share
+ * is put back in the queue and sent to the long lane, to be run there afresh.
+ */
+async function consumeQuery(message: Message<QueryMessage>, env: Env, quickLane: boolean): Promise<void> {
   const stub = queryStub(env, message.body.queryId);
   let claim;
   try {
@@ -58,7 +64,8 @@ async function consumeQuery(message: Message<QueryMessage>, env: Env): Promise<v
   try {
     // Who submitted what, and when, is the query's row's.
     const row = await findQuery(env.DB, message.body.queryId);
-    const outcome = row ? await runClaimedQuery(env, row, claim.record.limits, stub) : WITHDRAWN;
+    const limits = quickLane ? { ...claim.record.limits, quickLaneMs: QUICK_LANE_MS } : claim.record.limits;
+    const outcome = row ? await runClaimedQuery(env, row, limits, stub) : WITHDRAWN;
     const recorded = outcome.status === "cancelled" ? null : await stub.finish(outcome);
     // Cancelled or failed by the watchdog meanwhile: nothing points to the result, so nothing else would delete it.
     if (outcome.status === "succeeded" && recorded?.status !== "succeeded")
@@ -66,13 +73,36 @@ async function consumeQuery(message: Message<QueryMessage>, env: Env): Promise<v
     if (outcome.status === "cancelled" || recorded?.status === "cancelled") await stub.release();
     message.ack();
   } catch (error) {
+    if (error instanceof LongWork) {
+      await moveToLongLane(message, env, stub, error);
+      return;
+    }
     logError(message.body.queryId, "run", error);
     try {
-      await stub.requeue(error instanceof Error ? error.message : "storage error");
+      await stub.requeue(
+        `Queued again after a transient error: ${error instanceof Error ? error.message : "storage error"}`,
+      );
     } catch (requeueError) {
       // The watchdog fails the query if it stays running; the retry is still worth trying.
       logError(message.body.queryId, "requeue", requeueError);
     }
+    message.retry({ delaySeconds: backoffSeconds(message.attempts) });
+  }
+}
+
+/** Puts a query back in the queue, then in the long lane; if either fails, the quick lane tries it again. */
+async function moveToLongLane(
+  message: Message<QueryMessage>,
+  env: Env,
+  stub: ReturnType<typeof queryStub>,
+  why: LongWork,
+): Promise<void> {
+  try {
+    await stub.requeue(`Queued: in the lane for long queries (${why.message}); it runs from the start there.`);
+    await env.LONG_QUERY_QUEUE.send(message.body);
+    message.ack();
+  } catch (error) {
+    logError(message.body.queryId, "move to the long lane", error);
     message.retry({ delaySeconds: backoffSeconds(message.attempts) });
   }
 }

@@ -284,12 +284,12 @@ export class QueryState extends DurableObject<Env> {
     return this.save(record, message);
   }
 
-  /** Puts a running query back in the queue after a transient error, for the retry to claim. */
-  async requeue(reason: string): Promise<LiveQuery | null> {
+  /** Puts a running query back in the queue (after a transient error, or for the long lane), saying why. */
+  async requeue(message: string): Promise<LiveQuery | null> {
     const record = await this.load();
     if (!record || record.status !== "running") return record;
     await this.ctx.storage.setAlarm(Date.now() + QUEUED_CHECK_MS);
-    return this.save({ ...record, status: "queued" }, `Queued again after a transient error: ${reason}`);
+    return this.save({ ...record, status: "queued" }, message);
   }
 
   /** Records how a run ended. A query cancelled meanwhile stays cancelled. */

@@ -5,6 +5,15 @@ export class TransientError extends Error {
   override name = "TransientError";
 }
 
+/**
+ * Work past the quick lane's share: the query is moved to the long lane
+ * (queues.ts) and run there from the start, so a long query never holds up
+ * the short ones queued behind it.
+ */
+export class LongWork extends Error {
+  override name = "LongWork";
+}
+
 /** Ends a query with a message for its owner (cancelled: by the owner). */
 export class Stop extends Error {
   constructor(

@@ -3,7 +3,7 @@ import type { QueryLimits } from "../../config";
 import type { DataTypeName } from "../../ingest/value-types";
 import type { ResultColumn } from "../query-record";
 import type { ResultTarget } from "../result/writer";
-import { limitStops, OVERRUN_OPENINGS, Stop, transient, TransientError } from "../run-limits";
+import { limitStops, LongWork, OVERRUN_OPENINGS, Stop, transient, TransientError } from "../run-limits";
 import { checkReadOnly } from "../sql/read-only";
 import { internalTableName } from "../sql/internal-names";
 import { bindParameters, type BoundValue } from "../sql/parameters";
@@ -177,9 +177,11 @@ export async function evaluateSql(
         : await runInSqlJs(run, instance, created);
     return outcome.ok ? { engine, ...outcome, ...stats } : failed(userFacing(outcome.message), outcome.cancelled);
   } catch (caught) {
-    const error = caught instanceof TransientError ? caught : (guard.limitReached(caught) ?? caught);
+    const error =
+      caught instanceof TransientError || caught instanceof LongWork ? caught : (guard.limitReached(caught) ?? caught);
     if (error instanceof Stop) return failed(userFacing(error.message), error.cancelled);
-    if (error instanceof TransientError) throw error;
+    // The consumer retries the one, and moves the query to the long lane for the other.
+    if (error instanceof TransientError || error instanceof LongWork) throw error;
     // SQLite's own errors (too many columns, out of memory, …) and anything unforeseen end the query for good.
     return failed(userFacing(`Failed: ${error instanceof Error ? error.message : String(error)}.`));
   } finally {
@@ -364,14 +366,18 @@ async function load(run: Run, images: AttachedImages, created: ReturnType<typeof
     const stream = await transient("opening a data item", () => io.source.open(resolved.items[i]!));
     if (!stream) throw new Stop(`Failed: the data of ${reference.data} was deleted while the query ran.`);
     const before = stats.bytesLoaded;
+    let moved: LongWork | null = null;
     const loaded = await loadTable(db, table, created[i]!, stream, (bytes) => {
       stats.bytesLoaded = before + bytes;
       stats.loadMs = clock() - loadStarted;
       if (stats.bytesLoaded > limits.maxLoadBytes) return guard.overLoadLimit().message;
       if (guard.timeIsUp()) return guard.overTimeLimit(" while loading").message;
+      moved = guard.pastQuickLane();
+      if (moved) return moved.message;
       guard.measure(db);
       return null;
     });
+    if (moved) throw moved;
     if (!loaded.ok)
       throw new Stop(loaded.message.startsWith("Failed:") ? loaded.message : `Failed: ${loaded.message}.`);
     stats.bytesLoaded = before + loaded.bytes;
@@ -411,6 +417,11 @@ async function runInStore(run: Run, host: number): Promise<PhaseOutcome> {
   const estimate = await estimateSeconds(run.instance, resolved, host, io.source.sample.bind(io.source));
   if (estimate && pastTimeLimit(estimate, limits))
     return { ok: false, cancelled: false, message: overEstimate(estimate, limits, nameOf(resolved.references[host]!)) };
+  // The quick lane waits on the store as on nothing else: work it cannot foresee as short goes to the long lane.
+  if (limits.quickLaneMs && (!estimate || estimate.seconds * 1000 > limits.quickLaneMs))
+    throw new LongWork(
+      `the table store would work for ${estimate ? `about ${estimate.seconds.toFixed(1)} s` : "a time the samples could not tell"}`,
+    );
   await io.control.progress(`Running: in the table store of ${nameOf(resolved.references[host]!)}.`);
   const request: StoreQuery = {
     queryId: io.queryId,

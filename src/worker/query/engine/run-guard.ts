@@ -1,7 +1,7 @@
 import type { Database } from "sql.js";
 import type { QueryLimits } from "../../config";
 import type { SqliteInstance } from "../sqlite";
-import { limitStops, Stop } from "../run-limits";
+import { limitStops, LongWork, Stop } from "../run-limits";
 
 /** How the runner learns it should stop, and tells what it is doing. */
 export interface RunControl {
@@ -55,13 +55,15 @@ export class RunGuard {
   readonly startedAt: number;
   private readonly deadline: number;
   private readonly stepBudget: number;
+  /** In the quick lane: when its share ends, by the clock and by the work counted at a common rate. */
+  private readonly quickLane: { deadline: number; steps: number } | null;
   private stepsAtYield = 0;
   private stepsAtCancelCheck = 0;
   private lastCancelCheck: number;
   /** Memory outside the WebAssembly heap (database pages and images), as last measured. */
   private fileBytes = 0;
   /** Why the progress handler interrupted the statement. */
-  private interruption: Stop | null = null;
+  private interruption: Stop | LongWork | null = null;
 
   constructor(
     private readonly instance: SqliteInstance,
@@ -75,6 +77,16 @@ export class RunGuard {
     this.deadline = started + limits.timeLimitMs;
     this.lastCancelCheck = started;
     this.stepBudget = (limits.timeLimitMs / 1000) * VM_STEPS_PER_SECOND;
+    this.quickLane = limits.quickLaneMs
+      ? { deadline: started + limits.quickLaneMs, steps: (limits.quickLaneMs / 1000) * TYPICAL_STEPS_PER_SECOND }
+      : null;
+  }
+
+  /** In the quick lane, once the run has had its share: the query is to move to the long lane. */
+  pastQuickLane(): LongWork | null {
+    const lane = this.quickLane;
+    if (!lane || (this.steps <= lane.steps && this.clock() <= lane.deadline)) return null;
+    return new LongWork(`the query needs more than ${this.limits.quickLaneMs} ms of work`);
   }
 
   overTimeLimit(during = ""): Stop {
@@ -120,6 +132,7 @@ export class RunGuard {
     this.steps += PROGRESS_EVERY_STEPS;
     // The clock moves here under `wrangler dev` (and after I/O when deployed); the steps count either way.
     if (this.timeIsUp()) this.interruption = this.overTimeLimit(this.during);
+    this.interruption ??= this.pastQuickLane();
     const held = this.instance.heapBytes() + this.fileBytes;
     this.record(held);
     if (held > this.limits.memoryBudgetBytes) this.interruption ??= this.overBudget(held);
@@ -132,6 +145,8 @@ export class RunGuard {
     this.stepsAtYield = this.steps;
     const now = this.clock();
     if (now > this.deadline || this.steps > this.stepBudget) throw this.overTimeLimit();
+    const moved = this.pastQuickLane();
+    if (moved) throw moved;
     if (now - this.lastCancelCheck >= CANCEL_CHECK_MS || this.steps - this.stepsAtCancelCheck >= CANCEL_CHECK_STEPS) {
       this.lastCancelCheck = now;
       this.stepsAtCancelCheck = this.steps;
@@ -143,7 +158,7 @@ export class RunGuard {
   }
 
   /** The limit behind an error of SQLite's: the interruption, or an allocation or value refused at its limit. */
-  limitReached(error: unknown): Stop | null {
+  limitReached(error: unknown): Stop | LongWork | null {
     if (this.interruption) return this.interruption;
     const message = error instanceof Error ? error.message : String(error);
     if (/^out of memory$/i.test(message)) return this.overBudget(this.instance.heapBytes() + this.fileBytes);
