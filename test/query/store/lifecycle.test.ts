@@ -333,6 +333,33 @@ describe("building a table store", () => {
     expect(status.Status, status.Message).toBe("succeeded");
     expect((status as QueryStatusData & { Engine: string | null }).Engine).toBe("store");
   });
+  it("should hand the wait for a store being built from the quick lane to the long lane, where it waits and runs", async () => {
+    const item = await newItem();
+    const limits: Partial<Env> = { QUERY_MAX_LOAD_BYTES: "100" };
+    const queryId = await submitOk(
+      owner.accessToken,
+      `SELECT count(*), sum(amount) FROM ${item.table}`,
+      serviceWith(new TestQueue(), limits),
+    );
+    const longLane = new TestQueue();
+
+    const quick = await consume([queryId], { ...limits, LONG_QUERY_QUEUE: longLane }, { quickLane: true });
+
+    expect(outcomeOf(quick)).toEqual({ acked: 1, retried: [] });
+    expect(longLane.sent).toEqual([{ queryId }]);
+    expect(await statusOf(owner.accessToken, queryId)).toMatchObject({
+      Status: "queued",
+      Message: `Queued: in the lane for long queries (it waits for the table store of ${owner.accountName}.${item.dataset}.${item.data} to be built); it runs from the start there.`,
+    });
+    const running = consume([queryId], limits);
+    await eventually(
+      () => statusOf(owner.accessToken, queryId),
+      (status) => status.Message.startsWith("Waiting"),
+    );
+    await deliver(item.queue.sent);
+    expect(outcomeOf(await running)).toEqual({ acked: 1, retried: [] });
+    expect(await statusOf(owner.accessToken, queryId)).toMatchObject({ Status: "succeeded", RowCount: 1 });
+  });
 });
 
 describe("a table store and the life of its data item", () => {

@@ -266,6 +266,8 @@ async function plan(
       return { ok: true, resolved: current, choice };
     }
     const name = nameOf(current.references[choice.for]!);
+    // Waiting holds the lane: the quick lane hands the wait to the long lane.
+    if (limits.quickLaneMs) throw new LongWork(`it waits for the table store of ${name} to be built`);
     if (Date.now() > waitUntil)
       return {
         ok: false,
