@@ -488,7 +488,10 @@ describe("GET /v1/query/{QueryId}/results/rawdata", () => {
     expect(location).toMatch(/^http:\/\/dqs\.test\/download\//);
     expect(download.status).toBe(200);
     expect(download.headers.get("content-type")).toBe("text/csv; charset=utf-8");
-    expect(download.headers.get("content-disposition")).toContain(`${queryId}.csv`);
+    // Named after the one item it reads and when it was submitted, not after its id.
+    expect(download.headers.get("content-disposition")).toMatch(
+      /^attachment; filename="items-query-\d{4}-\d\d-\d\d-\d{6}\.csv"/,
+    );
     expect(await download.text()).toBe('id,label\n1,one\n2,"two, too"\n3,\n');
   });
 
@@ -496,9 +499,13 @@ describe("GET /v1/query/{QueryId}/results/rawdata", () => {
     const queryId = await finishedQuery();
     const location = (await queryGet(owner.accessToken, queryId, "results/rawdata")).headers.get("location") ?? "";
 
-    const forged = await followDownload(location.replace(queryId, madeUpId()));
+    const renamed = new URL(location);
+    renamed.searchParams.set("filename", `${queryId}.csv`);
+    const otherResult = new URL(location);
+    otherResult.pathname = otherResult.pathname.replace(/[A-Za-z0-9_-]{8}\.csv$/, "AAAAAAAA.csv");
 
-    expect(forged.status).toBe(403);
+    expect((await followDownload(renamed.href)).status).toBe(403);
+    expect((await followDownload(otherResult.href)).status).toBe(403);
   });
 });
 

@@ -95,7 +95,7 @@ describe("queryResult() in a format", () => {
   it("should stream a query's result in the format asked for", async () => {
     const result = await client.query(numbersSql(2), { as: "stream", format: "ndjson" });
 
-    expect(result.filename).toBe(`${result.queryId}.ndjson`);
+    expect(result.filename).toMatch(/^query-\d{4}-\d\d-\d\d-\d{6}\.ndjson$/);
     expect(await new Response(result.body).text()).toBe(
       '{"i":1,"label":"row 1","big":"9007199254740994"}\n{"i":2,"label":"row 2","big":"9007199254740995"}\n',
     );

@@ -12,6 +12,7 @@ import {
   type WaitedQuery,
 } from "../../query/queries";
 import { queryTextProblem } from "../../query/query-text";
+import { resultFilename } from "../../query/result/download-name";
 import { FORMAT_FILES } from "../../query/result/formats";
 import { resultSchemaString } from "../../query/result-schema";
 import { downloadLocation } from "../../storage/download-location";
@@ -214,7 +215,7 @@ queryRoutes.openapi(
     const keys = await loadKeys(c.env, config);
     const location = await downloadLocation(config, keys.urlSigningKeys[0]!, {
       key: file,
-      filename: `${record.queryId}.${FORMAT_FILES[format].extension}`,
+      filename: resultFilename(record, FORMAT_FILES[format].extension),
     });
     c.header("Cache-Control", "no-store");
     return c.redirect(location, 302);
