@@ -68,8 +68,16 @@ describe("console sign-in", () => {
     expect(rows.results.every((row) => row.refresh === 0)).toBe(true);
   });
 
-  it("should answer /console/session without a cookie with 401", async () => {
-    expect(await readUnauthorized(await call("/console/session", {}, app))).toMatch(/sign in at \/console\/sign-in/);
+  it("should answer /console/session without a cookie with nobody, not an error the browser would log", async () => {
+    const nobody = await readEnvelope<{ AccountName: string | null }>(await call("/console/session", {}, app), 200);
+    expect(nobody.Data.AccountName).toBeNull();
+    expect(nobody.Status.Message).toMatch(/sign in at \/console\/sign-in/);
+  });
+
+  it("should still answer a bad bearer token on /console/session with 401", async () => {
+    expect(await readUnauthorized(await call("/console/session", { headers: authHeader("not-a-jwt") }, app))).toBe(
+      "The access token is not a well-formed JWT.",
+    );
   });
 });
 
@@ -155,7 +163,12 @@ describe("console sign-out", () => {
 
     const cleared = out.headers.getSetCookie().find((header) => header.startsWith("dqs_console="));
     expect(cleared).toMatch(/Max-Age=0/i);
-    await readUnauthorized(await call("/console/session", withCookie(cookie), app));
+    const session = await readEnvelope<{ AccountName: string | null }>(
+      await call("/console/session", withCookie(cookie), app),
+      200,
+    );
+    expect(session.Data.AccountName).toBeNull();
+    expect(session.Status.Message).toMatch(/console session has ended/);
     await readUnauthorized(await call("/v1/me/datasets", withCookie(cookie), app));
     const revoked = await env.DB.prepare(
       "SELECT count(*) AS n FROM sessions WHERE revoked_reason = 'signed out of the console'",

@@ -57,11 +57,10 @@ export async function ok<T>(call: Promise<{ data?: T; error?: unknown; response:
   throw errorOf(result.response, result.error);
 }
 
-/** GET /console/session: the account signed in, or null when nobody is. */
+/** GET /console/session: the account signed in, or null when nobody is (a 200 either way). */
 export async function currentAccount(): Promise<string | null> {
   const response = await fetch("/console/session", { headers: CONSOLE_HEADERS, credentials: "same-origin" });
-  if (response.status === 401) return null;
-  const body = (await response.json()) as { Data?: { AccountName: string }; Status?: { Message: string } };
+  const body = (await response.json()) as { Data?: { AccountName: string | null }; Status?: { Message: string } };
   if (!response.ok || !body.Data) throw errorOf(response, body);
   return body.Data.AccountName;
 }
