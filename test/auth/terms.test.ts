@@ -68,3 +68,34 @@ describe("a new terms of service version", () => {
     expect((await datasets(tokens.accessToken)).status).toBe(200);
   });
 });
+
+describe("the terms page", () => {
+  it("should link the terms when TERMS_URL is set", async () => {
+    const withUrl = workerWith({ TERMS_VERSION: "2", TERMS_URL: "https://example.com/terms?v=2&lang=en" });
+    await login("terms-link");
+
+    const { response } = await loginUntilCallback("terms-link", "text/html", withUrl);
+
+    const html = await response.text();
+    expect(isTermsPage(html)).toBe(true);
+    expect(html).toContain('<a href="https://example.com/terms?v=2&amp;lang=en"');
+  });
+
+  it("should answer a reload of the accepted form's address (GET) with a page that says where to go", async () => {
+    const response = await call("/v1/auth/terms", { headers: { accept: "text/html" } });
+
+    expect(response.status).toBe(200);
+    expect(response.headers.get("content-type")).toMatch(/^text\/html/);
+    const html = await response.text();
+    expect(html).toContain('href="/console/"');
+    expect(html).toContain('href="/v1/auth"');
+    expect(html).toMatch(/sign in again/i);
+  });
+
+  it("should still tell a program that asks for JSON to POST", async () => {
+    const response = await call("/v1/auth/terms", { headers: { accept: "application/json" } });
+
+    expect(response.headers.get("allow")).toBe("POST");
+    expect((await readEnvelope(response, 405)).Status.Message).toMatch(/use POST/);
+  });
+});

@@ -56,6 +56,30 @@ export function termsPage(options: { accountName: string; version: string; url: 
   );
 }
 
+/**
+ * What a GET of /v1/auth/terms shows (a reload, Back or a bookmark of the
+ * page the terms form answered): the terms are accepted by that form's POST
+ * only, so the page says where to go instead.
+ */
+export function termsAddressPage() {
+  return page(
+    "Sign in again",
+    html`<h1>Nothing to show at this address</h1>
+      <p>
+        The terms of service are accepted with the button on the terms page while you sign in; this address has no page
+        of its own (a reload, or Back, after that button comes here).
+      </p>
+      <p>
+        Signing in to the console? Open it: it shows your data, or signs you in again. Getting API tokens? They are
+        shown once, so sign in again for new ones; the terms are asked for again if they are still to accept.
+      </p>
+      <p class="actions">
+        <a class="button" href="/console/">Open the console</a>
+        <a class="button secondary" href="/v1/auth">Sign in again for API tokens</a>
+      </p>`,
+  );
+}
+
 /** The page for a login that has ended: a reload or Back on the tokens page, a login from another browser, or one that expired. */
 export function loginEndedPage() {
   return page(

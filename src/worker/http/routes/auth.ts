@@ -26,7 +26,7 @@ import { setConsoleCookie } from "../middleware/console-session";
 import { authRateLimit } from "../middleware/rate-limit";
 import { tokensPageSecurityHeaders } from "../middleware/security-headers";
 import { createRouter } from "../router";
-import { loginEndedPage, termsPage, tokensPage } from "../pages/auth-pages";
+import { loginEndedPage, termsAddressPage, termsPage, tokensPage } from "../pages/auth-pages";
 import { providerFetch } from "../provider-fetch";
 import {
   envelope,
@@ -333,6 +333,20 @@ authRoutes.openapi(
     return finishLogin(c, outcome);
   },
 );
+
+// Not in the OpenAPI document: a page for the person whose browser asks for the terms form's address with GET.
+authRoutes.get("/auth/terms", (c) => {
+  c.header("Cache-Control", "no-store");
+  if (wantsJson(c))
+    return c.json(
+      envelope(405, "Method GET is not allowed on /v1/auth/terms; use POST (the terms page's form)."),
+      405,
+      {
+        Allow: "POST",
+      },
+    );
+  return c.html(termsAddressPage(), 200);
+});
 
 const LoginCodeRequest = z
   .object({
