@@ -231,6 +231,21 @@ describe("POST /v1/query/validate", () => {
     });
   });
 
+  it("should name the closest items and columns the caller may read, and none the caller may not", async () => {
+    const misspelt = `${owner.accountName}.${dataset}.sale`;
+
+    expect((await validate(owner.accessToken, { Sql: `SELECT * FROM ${misspelt}` })).Message).toBe(
+      `Failed: table ${misspelt} does not exist, or you may not read it. Did you mean ${sales}?`,
+    );
+    expect((await validate(owner.accessToken, { Sql: `SELECT regoin, amount FROM ${sales}` })).Message).toBe(
+      "Failed: no such column: regoin. Did you mean region?",
+    );
+    // The stranger may not read the owner's private dataset: nothing of it is named.
+    expect((await validate(stranger.accessToken, { Sql: `SELECT * FROM ${misspelt}` })).Message).toBe(
+      `Failed: table ${misspelt} does not exist, or you may not read it.`,
+    );
+  });
+
   it("should estimate the time from samples of the data, for about what the engine then takes", async () => {
     const sql = `SELECT s.region, count(*) FROM ${sales} s JOIN ${regions} r ON r.region = s.region GROUP BY 1`;
     const queue = new TestQueue();

@@ -222,6 +222,49 @@ describe("visibility", () => {
   });
 });
 
+describe("did you mean", () => {
+  it("should name the closest data item the caller may read, written so that it runs", async () => {
+    const message = await failureOf(owner.accessToken, `SELECT * FROM ${name(owner.accountName, shop, "ordres")}`);
+
+    expect(message).toBe(
+      `Failed: table ${name(owner.accountName, shop, "ordres")} does not exist, or you may not read it. ` +
+        `Did you mean ${orders}?`,
+    );
+    const dotted = await failureOf(owner.accessToken, `SELECT * FROM ${owner.accountName}.${shop}.\`order.2024.csv\``);
+    expect(dotted).toContain(`Did you mean ${owner.accountName}.${shop}.\`orders.2024.csv\`?`);
+    const suggested = /Did you mean (.*)\?$/.exec(dotted)![1]!;
+    expect(await csvOf(owner.accessToken, `SELECT count(*) AS n FROM ${suggested}`)).toBe("n\n2\n");
+  });
+
+  it("should name a close item of another user's public dataset, but never one of a private dataset", async () => {
+    expect(await failureOf(owner.accessToken, `SELECT * FROM ${name(other.accountName, publicSet, "rate")}`)).toContain(
+      `Did you mean ${name(other.accountName, publicSet, "rates")}?`,
+    );
+    const hidden = await failureOf(
+      owner.accessToken,
+      `SELECT * FROM ${name(other.accountName, privateSet, "secrets")}`,
+    );
+
+    expect(hidden).toBe(
+      `Failed: table ${name(other.accountName, privateSet, "secrets")} does not exist, or you may not read it.`,
+    );
+    // Its owner is told.
+    expect(
+      await failureOf(other.accessToken, `SELECT * FROM ${name(other.accountName, privateSet, "secrets")}`),
+    ).toContain(`Did you mean ${name(other.accountName, privateSet, "secret")}?`);
+  });
+
+  it("should name the closest columns of the query's data items", async () => {
+    expect(await failureOf(owner.accessToken, `SELECT amout FROM ${orders}`)).toBe(
+      "Failed: no such column: amout. Did you mean amount?",
+    );
+    expect(await failureOf(owner.accessToken, `SELECT o.cust FROM ${orders} o`)).toBe(
+      "Failed: no such column: o.cust. Did you mean customer?",
+    );
+    expect(await failureOf(owner.accessToken, `SELECT zzz FROM ${orders}`)).toBe("Failed: no such column: zzz.");
+  });
+});
+
 describe("read-only", () => {
   it.each([
     ["DROP", () => `DROP TABLE ${orders}`, /used where a column is expected/],

@@ -133,6 +133,44 @@ export async function listVisibleDatasets(
     .map(({ grantPermission: _grant, ...dataset }) => dataset);
 }
 
+/**
+ * Names of the data items the caller may read, as `[account, dataset, data]`:
+ * those of `accountName`.`datasetName` first, then the rest of that account,
+ * then the caller's own, then the others; at most `most`. For a "did you
+ * mean" that must never name what the caller may not see.
+ */
+export async function readableItemNames(
+  db: D1Database,
+  principal: Viewer,
+  accountName: string,
+  datasetName: string,
+  most: number,
+): Promise<[string, string, string][]> {
+  const { results } = await db
+    .prepare(
+      `SELECT a.name AS accountName, d.name AS datasetName, i.name AS dataName, d.account_id AS accountId,
+              d.visibility AS visibility, g.permission AS grantPermission
+       FROM data_items i JOIN datasets d ON d.id = i.dataset_id JOIN accounts a ON a.id = d.account_id
+       LEFT JOIN grants g ON g.dataset_id = d.id AND g.account_id = ?1
+       WHERE d.account_id = ?1 OR g.account_id IS NOT NULL OR d.visibility = 'public'
+       ORDER BY a.name = ?2 AND d.name = ?3 DESC, a.name = ?2 DESC, d.account_id = ?1 DESC, a.name, d.name, i.name
+       LIMIT ?4`,
+    )
+    .bind(principal.accountId, accountName, datasetName, most)
+    .all<{
+      accountName: string;
+      datasetName: string;
+      dataName: string;
+      accountId: string;
+      visibility: string;
+      grantPermission: string | null;
+    }>();
+  // The SQL narrows; the visibility rule decides.
+  return results
+    .filter((row) => canRead(accessOf(principal, row, row.grantPermission)))
+    .map((row) => [row.accountName, row.datasetName, row.dataName]);
+}
+
 /** A dataset as the caller's catalog shows it: the caller's access, whether a grant gives it, and its item count. */
 export interface CatalogEntry extends DatasetRecord {
   access: Exclude<Access, "none">;

@@ -1,4 +1,4 @@
-import { findReadableDataItem, type Viewer } from "../catalog/access";
+import { findReadableDataItem, readableItemNames, type Viewer } from "../catalog/access";
 import { findUserById } from "../catalog/accounts";
 import type { QueryLimits } from "../config";
 import { resultObjectKey } from "../storage/keys";
@@ -45,6 +45,7 @@ export async function runClaimedQuery(
       if (item) read.set(nameOf(reference), { reference, objectKey: item.objectKey });
       return item;
     },
+    readableNames: (reference, most) => readableItemNames(env.DB, owner, reference.account, reference.dataset, most),
     async open(item: LoadableItem) {
       return openObjectStream(env.BUCKET, item.objectKey);
     },

@@ -1,4 +1,4 @@
-import type { Viewer } from "../catalog/access";
+import { readableItemNames, type Viewer } from "../catalog/access";
 import type { QueryLimits } from "../config";
 import type { DataTypeName } from "../ingest/value-types";
 import { imagesToFetch } from "./engine/attach-images";
@@ -75,6 +75,7 @@ export async function validateQuery(
       if (item) versions.set(item, item.version);
       return item;
     },
+    readableNames: (reference, most) => readableItemNames(env.DB, viewer, reference.account, reference.dataset, most),
   });
   if (!resolved.ok) return invalid(resolved.message);
 
@@ -92,7 +93,7 @@ export async function validateQuery(
     };
   });
   const engine = host === null ? "sqljs" : "store";
-  const userFacing = namingAsTheUserDid(resolved.references);
+  const userFacing = namingAsTheUserDid(resolved.references, resolved.items);
 
   const instance = await sqliteInstanceFor(limits.memoryBudgetBytes);
   const db = new instance.sql.Database();

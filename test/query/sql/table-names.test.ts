@@ -64,14 +64,39 @@ describe("rewriteTableNames", () => {
     it("should ask to quote a name part holding '-' instead of reading it as a subtraction", () => {
       expect(failure("SELECT * FROM acme.sales.q4-2025")).toBe(
         "\"acme.sales.q4-2025\" must be quoted: a name part that holds '-' or '.', or starts with a digit, " +
-          "is written in quotes, e.g. `acme.sales.q4-2025`",
+          "is written in backticks: acme.sales.`q4-2025`",
       );
-      expect(failure("SELECT * FROM my-acct.sales.orders")).toContain('"my-acct.sales.orders" must be quoted');
-      expect(failure("SELECT * FROM acme.sales.orders.csv-2")).toContain("has more than three parts");
+      expect(failure("SELECT * FROM my-acct.sales.orders")).toContain("in backticks: `my-acct`.sales.orders");
+      expect(failure("SELECT * FROM acme.sales.orders.csv-2")).toContain("in backticks: acme.sales.`orders.csv-2`");
     });
 
     it("should ask to quote a name part that starts with a digit", () => {
-      expect(failure("SELECT * FROM acme.sales.2025")).toContain('"acme.sales.2025" must be quoted');
+      expect(failure("SELECT * FROM acme.sales.2025")).toContain("in backticks: acme.sales.`2025`");
+    });
+
+    // Each suggestion must be complete: the name it gives runs as written.
+    it.each([
+      ["dana.vega-demo.`seattle-weather.csv`", "dana.`vega-demo`.`seattle-weather.csv`"],
+      ["dana.vega-demo.seattle-weather.csv", "dana.`vega-demo`.`seattle-weather.csv`"],
+      ["dana.demo.weather.csv", "dana.demo.`weather.csv`"],
+      ["my-acct.sales-eu.q4-data.csv", "`my-acct`.`sales-eu`.`q4-data.csv`"],
+      ["acme.sales.orders.2025.csv", "acme.sales.`orders.2025.csv`"],
+      ["acme.sales.v1.5", "acme.sales.`v1.5`"],
+    ])("should suggest for %s a name that runs as written, %s", (written, suggested) => {
+      const message = failure(`SELECT * FROM ${written} WHERE 1`);
+
+      expect(message).toContain(`is written in backticks: ${suggested}`);
+      expect(message.endsWith(suggested)).toBe(true);
+      const [account, dataset, data] = suggested
+        .split(/\.(?=[^`]*(?:`[^`]*`[^`]*)*$)/)
+        .map((part) => part.replaceAll("`", ""));
+      expect(rewrite(`SELECT * FROM ${suggested} WHERE 1`).tables).toEqual([item(account!, dataset!, data!, "t0")]);
+    });
+
+    it("should say how data items are named for a quoted-looking name of fewer than three parts", () => {
+      expect(failure("SELECT * FROM vega-demo.weather")).toContain(
+        '"vega-demo.weather" must be quoted, and has fewer than three parts. A data item is named account.dataset.item',
+      );
     });
 
     it("should keep a name with a '-' inside quotes", () => {
@@ -235,7 +260,9 @@ describe("rewriteTableNames", () => {
           "with at most two parts: the data name (or the alias given in FROM) and the column, e.g. orders.id",
       );
       expect(failure("SELECT a.b.orders.* FROM a.b.orders")).toContain("e.g. orders.*");
-      expect(failure("SELECT * FROM a.b.c.d.e")).toContain('"a.b.c.d.e" has more than three parts');
+      // After FROM, the parts past the second are a data name with dots, which is written in backticks.
+      expect(failure("SELECT * FROM a.b.c.d.e")).toContain("in backticks: a.b.`c.d.e`");
+      expect(failure("SELECT * FROM a.b.c.d.é")).toContain('"a.b.c.d.é" has more than three parts');
     });
 
     it("should refuse a two-part table name in a FROM list", () => {

@@ -7,7 +7,13 @@ import { limitStops, LongWork, OVERRUN_OPENINGS, Stop, transient, TransientError
 import { checkReadOnly } from "../sql/read-only";
 import { internalTableName } from "../sql/internal-names";
 import { bindParameters, type BoundValue } from "../sql/parameters";
-import { columnsUsed, rewriteTableNames, type DataItemReference } from "../sql/table-names";
+import {
+  columnsUsed,
+  HOW_ITEMS_ARE_NAMED,
+  rewriteTableNames,
+  writtenName,
+  type DataItemReference,
+} from "../sql/table-names";
 import { tokenize, type Token } from "../sql/tokenizer";
 import { retireIfGrown, sqliteInstanceFor, type SqliteInstance } from "../sqlite";
 import { guardStatements } from "../sqlite-guard";
@@ -20,6 +26,7 @@ import { declaredColumnTypes, keptDataType } from "./declared-types";
 import { estimateWork, SAMPLE_ROWS, type SampleRows } from "./estimate";
 import { executeStatement, stepThrough } from "./execute-statement";
 import { quoteIdentifier } from "../table-layout";
+import { closest, didYouMean } from "../../util/closest";
 import { createTable, loadTable, type TableToLoad } from "./load-table";
 import { chooseEngine, type EngineChoice, type PlannedItem, type UsedColumns } from "./plan";
 import { MAX_VALUE_BYTES, PROGRESS_EVERY_STEPS, RunGuard, type RunControl, type RunStats } from "./run-guard";
@@ -54,6 +61,11 @@ const STORE_POLL_MAX_MS = 2_000;
 export interface QuerySource {
   /** The data item behind a three-part name, or null when it does not exist or the query's owner may not read it. */
   find(reference: DataItemReference): Promise<LoadableItem | null>;
+  /**
+   * Names of data items the query's owner may read, those of the reference's dataset first, at most
+   * `most`: what a name that was not found is compared with. Never a name the owner may not read.
+   */
+  readableNames?(reference: DataItemReference, most: number): Promise<[string, string, string][]>;
   /** The stored bytes; null when the object is gone (the item was deleted meanwhile). */
   open(item: LoadableItem): Promise<ReadableStream<Uint8Array> | null>;
   /** One column image, whole; null when it is gone (the version was replaced and swept meanwhile). */
@@ -136,7 +148,7 @@ export async function evaluateSql(
   engine = planned.choice.engine === "store" ? "store" : "sqljs";
   const instance = await sqliteInstanceFor(limits.memoryBudgetBytes);
   const guard = new RunGuard(instance, limits, clock, io.control, stats);
-  const userFacing = namingAsTheUserDid(planned.resolved.references);
+  const userFacing = namingAsTheUserDid(planned.resolved.references, planned.resolved.items);
   let db: Database | null = null;
   let unguard: (() => void) | null = null;
   try {
@@ -201,18 +213,20 @@ type PhaseOutcome =
  */
 export async function resolve(
   query: QueryText,
-  source: Pick<QuerySource, "find">,
+  source: Pick<QuerySource, "find" | "readableNames">,
 ): Promise<({ ok: true } & Resolved) | { ok: false; message: string }> {
   const names = rewriteTableNames(query.sql);
   if (!names.ok) return { ok: false, message: `Failed: ${names.message}` };
   const items: LoadableItem[] = [];
   for (const reference of names.tables) {
     const item = await transient("reading the catalog", () => source.find(reference));
-    if (!item)
+    if (!item) {
+      const near = await transient("reading the catalog", () => nearbyItems(source, reference));
       return {
         ok: false,
-        message: `Failed: table ${nameOf(reference)} does not exist, or you may not read it.`,
+        message: `Failed: table ${nameOf(reference)} does not exist, or you may not read it.${didYouMean(near)}`,
       };
+    }
     items.push(item);
   }
   const tokens = tokenize(names.sql);
@@ -286,6 +300,19 @@ async function plan(
   }
 }
 
+/** How many readable names a name that was not found is compared with. */
+const MOST_NAMES_COMPARED = 2000;
+/** How many column names a column that was not found is compared with. */
+const MOST_COLUMNS_COMPARED = 5000;
+
+/** The readable data items closest to a name that was not found, written as a query writes them. */
+async function nearbyItems(source: Pick<QuerySource, "readableNames">, reference: DataItemReference) {
+  if (!source.readableNames) return [];
+  const readable = await source.readableNames(reference, MOST_NAMES_COMPARED);
+  const written = [reference.account, reference.dataset, reference.data];
+  return closest(written, readable, (parts) => parts).map((parts) => writtenName(...parts));
+}
+
 /** A data item's three-part name, for messages. */
 export function nameOf(reference: DataItemReference): string {
   return `${reference.account}.${reference.dataset}.${reference.data}`;
@@ -294,21 +321,36 @@ export function nameOf(reference: DataItemReference): string {
 /**
  * Turns internal table names in a message back into the three-part names
  * the user wrote; SQLite's "no such table" (a name that is not three parts,
- * most often) also says how a data item is named.
+ * most often) also says how a data item is named, and its "no such column"
+ * names the closest columns of the query's data items.
  */
-export function namingAsTheUserDid(references: Resolved["references"]): (message: string) => string {
+export function namingAsTheUserDid(
+  references: Resolved["references"],
+  items: readonly Pick<LoadableItem, "layout">[],
+): (message: string) => string {
   const names = references.map((t) => ({ alias: t.alias, name: nameOf(t) }));
   return (message) => {
+    const missing = /\bno such column: (\S+?)\.?$/.exec(message)?.[1];
     const named = names.reduce(
       (text, { alias, name }) => text.replace(new RegExp(`\\b${alias}\\b`, "g"), name),
       message,
     );
+    if (missing !== undefined) return named + didYouMean(nearbyColumns(missing, items));
     return /\bno such table: /.test(named) ? `${named} ${HOW_ITEMS_ARE_NAMED}` : named;
   };
 }
 
-const HOW_ITEMS_ARE_NAMED =
-  "A data item is named account.dataset.item, with a part that holds a dot or a dash in backticks (alice.sales.`orders.csv`).";
+/** The columns of the query's data items closest to one SQLite did not find (`temp`, or `w.temp`). */
+function nearbyColumns(missing: string, items: readonly Pick<LoadableItem, "layout">[]): string[] {
+  const column = missing.slice(missing.lastIndexOf(".") + 1);
+  const columns = items.flatMap((item) => item.layout.columns.map((c) => c.name)).slice(0, MOST_COLUMNS_COMPARED);
+  return closest([column], columns, (name) => [name]).map(writtenColumn);
+}
+
+/** A column name as a query writes it: bare where SQLite reads it so, else in double quotes. */
+function writtenColumn(name: string): string {
+  return /^[A-Za-z_][A-Za-z0-9_]*$/.test(name) ? name : quoteIdentifier(name);
+}
 
 /** Loads each table into sql.js (column images attached, or CSV rows inserted), then executes there. */
 async function runInSqlJs(

@@ -6,6 +6,7 @@ import {
   isOperator,
   significantTokens,
   tokenize,
+  type IdentifierToken,
   type Token,
 } from "./tokenizer";
 
@@ -112,24 +113,21 @@ export function rewriteTableNames(sql: string): TableNamesResult {
     const next = k + 1;
     const text = sql.slice(first.start, last.end);
 
+    if (position !== null && !isOperator(tokens[next], "(")) {
+      // A name that reads as more parts than three, or as a subtraction, is most often a data name with '.' or '-'.
+      const glued = gluedRun(tokens, next, last.end);
+      if (glued.end > last.end || chain.length >= 4) {
+        const whole = sql.slice(first.start, glued.end);
+        const message = mustBeQuoted(whole, nameParts(chain, tokens.slice(next, glued.next)));
+        if (message) return { ok: false, message };
+      }
+    }
     if (chain.length >= 4 || (chain.length === 3 && isOperator(tokens[next], "."))) {
       const written = chain.map((part) => part.text);
       if (chain.length === 3) written.push(tokens[next + 1]?.text ?? "");
       return { ok: false, message: tooManyParts(written) };
     }
     if (isOperator(tokens[next], "(")) continue;
-    if (position !== null) {
-      const glued = gluedEnd(tokens, next, last.end);
-      if (glued > last.end) {
-        const whole = sql.slice(first.start, glued);
-        return {
-          ok: false,
-          message:
-            `"${whole}" must be quoted: a name part that holds '-' or '.', or starts with a digit, ` +
-            `is written in quotes, e.g. \`${whole}\``,
-        };
-      }
-    }
     let parts: [string, string, string] | null = null;
     if (chain.length === 3) {
       if (position === null) {
@@ -197,18 +195,69 @@ function tablePositions(tokens: readonly Token[]): Position[] {
   return positions;
 }
 
-/** Where the text glued to a name (no space between) ends: '-', '.', numbers and then words run on as one name to a reader. */
-function gluedEnd(tokens: readonly Token[], from: number, end: number): number {
-  for (let k = from; k < tokens.length; k++) {
+/**
+ * The text glued to a name (no space between): '-', '.', numbers, then words
+ * and, after a '.', quoted parts run on as one name to a reader. Returns
+ * where it ends and the index of the first token past it.
+ */
+function gluedRun(tokens: readonly Token[], from: number, end: number): { end: number; next: number } {
+  let k = from;
+  for (; k < tokens.length; k++) {
     const token = tokens[k]!;
     // A word right after the name is an alias (`FROM "t"x` is valid), not part of the name.
-    const word = token.kind === "identifier" && token.quote === "none" && k > from;
+    const word = token.kind === "identifier" && k > from && (token.quote === "none" || isOperator(tokens[k - 1], "."));
     const glues =
       token.start === end && (word || token.kind === "number" || isOperator(token, "-") || isOperator(token, "."));
     if (!glues) break;
     end = token.end;
   }
-  return end;
+  return { end, next: k };
+}
+
+/**
+ * The parts a reader sees in a name written with '-' or too many dots: split
+ * at every dot outside quotes; account and dataset names hold no '.', so
+ * everything after the second part is the data name. Null for fewer than three.
+ */
+function nameParts(chain: readonly IdentifierToken[], glued: readonly Token[]): [string, string, string] | null {
+  const parts = chain.map((part) => part.value);
+  for (const token of glued) {
+    if (token.kind === "identifier" && token.quote !== "none") {
+      parts[parts.length - 1] += token.value;
+      continue;
+    }
+    // A number glued after a dot (`.2025`) is one token: its dots split as well.
+    token.text.split(".").forEach((piece, i) => {
+      if (i > 0) parts.push("");
+      parts[parts.length - 1] += piece;
+    });
+  }
+  if (parts.length < 3) return null;
+  return [parts[0]!, parts[1]!, parts.slice(2).join(".")];
+}
+
+/**
+ * Says how to write a name that needs quotes, as a name that runs as written
+ * (or how names are written, when it has fewer than three parts); null when
+ * its parts are not valid names, for the checks after to say why.
+ */
+function mustBeQuoted(whole: string, parts: [string, string, string] | null): string | null {
+  if (!parts) return `"${whole}" must be quoted, and has fewer than three parts. ${HOW_ITEMS_ARE_NAMED}`;
+  if (nameProblem(parts, whole)) return null;
+  return (
+    `"${whole}" must be quoted: a name part that holds '-' or '.', or starts with a digit, ` +
+    `is written in backticks: ${writtenName(...parts)}`
+  );
+}
+
+export const HOW_ITEMS_ARE_NAMED =
+  "A data item is named account.dataset.item, with a part that holds a dot or a dash in backticks (alice.sales.`orders.csv`).";
+
+/** A data item's name as a query writes it: each part bare where SQLite reads it so, else in backticks. */
+export function writtenName(account: string, dataset: string, data: string): string {
+  return [account, dataset, data]
+    .map((part) => (/^[A-Za-z_][A-Za-z0-9_]*$/.test(part) ? part : `\`${part.replaceAll("`", "``")}\``))
+    .join(".");
 }
 
 /** `Account.Dataset.Data` written as one identifier: account and dataset names hold no '.', so the rest is the data name. */
