@@ -54,21 +54,27 @@ export function App() {
 }
 
 function SignIn(props: { ended: string | null }) {
+  // The frame of the service's own sign-in pages (src/worker/http/pages/layout.ts), which this one leads to.
   return (
-    <main class="sign-in">
-      <h1>dqs console</h1>
-      <p class="lead">Upload a CSV, look at it, ask it questions in SQL, chart the answer and share it.</p>
-      {props.ended && <Notice kind="info">{props.ended}</Notice>}
-      <p>
-        <a class="button" href="/console/sign-in">
-          Sign in
-        </a>
-      </p>
-      <p class="muted">
-        You sign in with the service's own login. The console keeps your session in a cookie only this site can read; no
-        token is stored in the browser. Programs use the <a href="/v1/docs">API</a> with bearer tokens instead.
-      </p>
-    </main>
+    <>
+      <header class="top">
+        <span class="brand">dqs</span>
+      </header>
+      <main class="page-card">
+        <h1>dqs console</h1>
+        <p class="lead">Upload a CSV, look at it, ask it questions in SQL, chart the answer and share it.</p>
+        {props.ended && <Notice kind="info">{props.ended}</Notice>}
+        <p>
+          <a class="button" href="/console/sign-in">
+            Sign in
+          </a>
+        </p>
+        <p class="muted">
+          You sign in with the service's own login. The console keeps your session in a cookie only this site can read;
+          no token is stored in the browser. Programs use the <a href="/v1/docs">API</a> with bearer tokens instead.
+        </p>
+      </main>
+    </>
   );
 }
 

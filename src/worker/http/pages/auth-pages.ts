@@ -63,15 +63,15 @@ export function termsPage(options: { accountName: string; version: string; url: 
  */
 export function termsAddressPage() {
   return page(
-    "Sign in again",
-    html`<h1>Nothing to show at this address</h1>
+    "Sign-in step ended",
+    html`<h1>This sign-in step has ended</h1>
       <p>
-        The terms of service are accepted with the button on the terms page while you sign in; this address has no page
-        of its own (a reload, or Back, after that button comes here).
+        This address answers the terms page's <strong>I accept</strong> button, once; reloading it or coming back to it
+        shows this page.
       </p>
       <p>
-        Signing in to the console? Open it: it shows your data, or signs you in again. Getting API tokens? They are
-        shown once, so sign in again for new ones; the terms are asked for again if they are still to accept.
+        Open the console to use it (it signs you in again if needed), or sign in again for new API tokens (tokens are
+        shown only once).
       </p>
       <p class="actions">
         <a class="button" href="/console/">Open the console</a>
