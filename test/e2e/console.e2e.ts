@@ -353,7 +353,7 @@ browserTest("the web console, two people from sign-in to a revoked share", () =>
 
   it("should take a dropped file with a progress bar that moves as the bytes go", async () => {
     await dropFile(alice, "events.csv", EVENTS_CSV);
-    expect(await alice.page.locator(".dropzone").textContent()).toContain("events.csv");
+    expect(await alice.page.getByRole("form", { name: /^events\.csv, / }).textContent()).toContain("events.csv");
     expect(await alice.page.locator(".dropzone.dragging").count()).toBe(0);
     expect(await alice.page.getByLabel("Item name").inputValue()).toBe("events.csv");
 

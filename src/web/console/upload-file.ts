@@ -41,6 +41,19 @@ export async function headerColumns(file: File): Promise<DeclaredColumn[]> {
   return names.map((name) => ({ name, type: "STRING", nullable: true }));
 }
 
+/** The item name a file proposes: its own name, with what an item name may not hold as `_`. */
+export function itemNameOf(fileName: string): string {
+  return fileName
+    .replace(/[^A-Za-z0-9_.-]/g, "_")
+    .replace(/^\./, "_")
+    .slice(0, 128);
+}
+
+/** Whether two lists of columns have the same names in the same order (a file and the item it replaces). */
+export function sameColumnNames(a: DeclaredColumn[], b: DeclaredColumn[]): boolean {
+  return a.length === b.length && a.every((column, i) => column.name === b[i]!.name);
+}
+
 /** The stored schema's columns (for a replacement that keeps them). */
 export function storedColumns(schema: string): DeclaredColumn[] {
   const parsed = JSON.parse(schema) as {

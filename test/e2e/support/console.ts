@@ -96,3 +96,40 @@ export async function acceptCompletion(page: Page, label: string): Promise<void>
   await page.waitForTimeout(150);
   await page.keyboard.press("Enter");
 }
+
+/** A file as the test hands it to the page: its name and its text. */
+export interface TestFile {
+  name: string;
+  text: string;
+}
+
+/** Picks files in the upload box as the file chooser would (several at once when given several). */
+export async function chooseFiles(page: Page, files: TestFile[]): Promise<void> {
+  await page
+    .locator('input[type="file"]')
+    .setInputFiles(files.map(({ name, text }) => ({ name, mimeType: "text/csv", buffer: Buffer.from(text) })));
+}
+
+/**
+ * Drops files on the upload box as a person drags them there from their
+ * desktop: dragenter, dragover and drop, each with a DataTransfer holding the files.
+ */
+export async function dropFiles(page: Page, files: TestFile[]): Promise<void> {
+  const dropzone = page.locator(".dropzone");
+  const dataTransfer = await page.evaluateHandle((files) => {
+    // The test's types have no DOM; these are the page's own constructors.
+    const window = globalThis as unknown as {
+      DataTransfer: new () => { items: { add(file: unknown): void } };
+      File: new (parts: string[], name: string, options: { type: string }) => unknown;
+    };
+    const transfer = new window.DataTransfer();
+    for (const { name, text } of files) transfer.items.add(new window.File([text], name, { type: "text/csv" }));
+    return transfer;
+  }, files);
+  await dropzone.dispatchEvent("dragenter", { dataTransfer });
+  await dropzone.dispatchEvent("dragover", { dataTransfer });
+  // The box shows that it will take the files.
+  await page.locator(".dropzone.dragging").waitFor();
+  await dropzone.dispatchEvent("drop", { dataTransfer });
+  await dataTransfer.dispose();
+}

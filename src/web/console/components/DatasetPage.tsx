@@ -57,7 +57,7 @@ export function DatasetPage(props: { account: string; dataset: string }) {
           <Empty title="No data items yet.">
             {access === "read"
               ? "The owner has not uploaded any files to this dataset."
-              : "Upload a CSV file below: drag it onto the box, or pick it."}
+              : "Upload CSV files below: drag them onto the box, or pick them."}
           </Empty>
         )}
         {items && items.length > 0 && (
