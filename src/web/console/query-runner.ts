@@ -10,10 +10,10 @@ export const FINISHED = new Set<QueryStatus["Status"]>(["succeeded", "failed", "
 const SUBMIT_WAIT_SECONDS = 1;
 
 /** POST /query with Prefer: wait and an Idempotency-Key (a retried submit never runs twice); the QueryId. */
-export async function submitQueryId(sql: string): Promise<string> {
+export async function submitQueryId(sql: string, parameters: QueryStatus["Parameters"] = null): Promise<string> {
   const submitted = await ok(
     api.POST("/query", {
-      body: { Sql: sql },
+      body: parameters === null ? { Sql: sql } : { Sql: sql, Parameters: parameters },
       headers: { Prefer: `wait=${SUBMIT_WAIT_SECONDS}`, "Idempotency-Key": crypto.randomUUID() },
     }),
   );
@@ -44,6 +44,16 @@ export async function followQuery(
     onStatus(status);
   }
   return status;
+}
+
+/**
+ * The query that gives `sql`'s whole result sorted by one of its columns (by
+ * position: names may repeat), NULLs last as the grid puts them. The text goes
+ * inside a subquery on lines of its own, so a closing line comment stays closed.
+ */
+export function sortedSql(sql: string, sort: { column: number; descending: boolean }): string {
+  const text = sql.replace(/[\s;]+$/, "");
+  return `SELECT * FROM (\n${text}\n) ORDER BY ${sort.column + 1} ${sort.descending ? "DESC" : "ASC"} NULLS LAST`;
 }
 
 export async function cancelQuery(queryId: string): Promise<void> {

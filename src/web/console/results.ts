@@ -15,6 +15,8 @@ export interface ResultData {
   columns: ResultColumn[];
   rows: Value[][];
   total: number;
+  /** The column the service sorted the whole result by (its rows come in that order), if it did. */
+  sortedBy?: { column: number; descending: boolean };
 }
 
 /** The grid holds this many rows at most; beyond, the person downloads the result. */

@@ -99,6 +99,8 @@ export function Grid(props: {
   order: number[];
   sort: Sort | null;
   onSort: (sort: Sort | null) => void;
+  /** While a sort is under way elsewhere (the service's), the headers wait. */
+  disabled?: boolean;
 }) {
   const { result, order, sort } = props;
   const scroller = useRef<HTMLDivElement>(null);
@@ -130,7 +132,7 @@ export function Grid(props: {
             role="columnheader"
             aria-sort={sort?.column === c ? (sort.descending ? "descending" : "ascending") : "none"}
           >
-            <button type="button" class="sort" onClick={() => props.onSort(nextSort(c))}>
+            <button type="button" class="sort" disabled={props.disabled} onClick={() => props.onSort(nextSort(c))}>
               <span class="col-name">{column.name}</span>
               <span class="col-type">{column.type}</span>
               <span class="sort-mark" aria-hidden="true">

@@ -4,10 +4,11 @@ import type { QueryStatus } from "../api";
 import { completionSchema } from "../catalog-names";
 import { editorState } from "../editor-store";
 import { formatBytes, formatCount, queryTiming } from "../format";
-import { cancelQuery, FINISHED, followQuery, queryStatus, submitQueryId } from "../query-runner";
+import { cancelQuery, FINISHED, followQuery, queryStatus, sortedSql, submitQueryId } from "../query-runner";
 import { loadResult, type ResultData } from "../results";
 import { useSession } from "./App";
 import { sqlName } from "../sql-names";
+import type { Sort } from "./Grid";
 import { ResultView } from "./ResultView";
 import { messageOf, Notice, PageTitle, Spinner, useLazy } from "./ui";
 
@@ -26,6 +27,9 @@ export function SqlPage() {
   // The query being started, once the submit has answered; Cancel clicked before that cancels it then.
   const started = useRef<{ queryId: string | null; cancel: boolean }>({ queryId: null, cancel: false });
   const [cancelling, setCancelling] = useState(false);
+  /** The query the editor ran and its rows, in its own order: what a sort of the whole result starts from. */
+  const base = useRef<{ status: QueryStatus; result: ResultData } | null>(null);
+  const [sorting, setSorting] = useState<Sort | null>(null);
   const editor = useLazy(() => import("./Editor"));
   const running = submitting || (status !== null && !FINISHED.has(status.Status));
 
@@ -39,9 +43,54 @@ export function SqlPage() {
     if (signal.aborted || last.Status !== "succeeded") return;
     setLoadingRows(true);
     try {
-      setResult(await loadResult(last, signal));
+      const loaded = await loadResult(last, signal);
+      base.current = { status: last, result: loaded };
+      setResult(loaded);
     } finally {
       setLoadingRows(false);
+    }
+  }
+
+  /**
+   * Sorts the whole result, not only the rows the grid holds: the query runs
+   * again inside one that orders it (its downloads are then sorted too);
+   * no sort shows the first query's rows again.
+   */
+  async function sortAll(sort: Sort | null) {
+    const origin = base.current;
+    if (!origin || running) return;
+    if (sort === null) {
+      setStatus(origin.status);
+      setResult(origin.result);
+      return;
+    }
+    run.current?.abort();
+    const controller = new AbortController();
+    run.current = controller;
+    const before = status;
+    setError(null);
+    setSorting(sort);
+    try {
+      const queryId = await submitQueryId(sortedSql(origin.status.Sql, sort), origin.status.Parameters);
+      const last = await followQuery(await queryStatus(queryId), setStatus, controller.signal);
+      if (controller.signal.aborted) return;
+      if (last.Status !== "succeeded") {
+        setStatus(before);
+        if (last.Status === "failed")
+          setError(`Sorting all ${formatCount(origin.result.total)} rows failed: ${last.Message}`);
+        return;
+      }
+      const loaded = await loadResult(last, controller.signal);
+      // SQLite renames a repeated column name in the subquery; the grid keeps the names the query gave.
+      const columns = loaded.columns.length === origin.result.columns.length ? origin.result.columns : loaded.columns;
+      setResult({ ...loaded, columns, sortedBy: sort });
+    } catch (caught) {
+      if (!controller.signal.aborted) {
+        setStatus(before);
+        setError(`Sorting all ${formatCount(origin.result.total)} rows failed: ${messageOf(caught)}`);
+      }
+    } finally {
+      setSorting(null);
     }
   }
 
@@ -54,6 +103,7 @@ export function SqlPage() {
     setError(null);
     setResult(null);
     setStatus(null);
+    base.current = null;
     started.current = { queryId: null, cancel: false };
     setCancelling(false);
     setSubmitting(true);
@@ -138,7 +188,14 @@ export function SqlPage() {
       </div>
       {error && <Notice kind="error">{error}</Notice>}
       {status?.Status === "failed" && <Notice kind="error">{status.Message}</Notice>}
-      {result && <ResultView queryId={status?.QueryId ?? null} result={result} />}
+      {result && (
+        <ResultView
+          queryId={status?.QueryId ?? null}
+          result={result}
+          sortAll={(sort) => void sortAll(sort)}
+          sorting={sorting}
+        />
+      )}
     </>
   );
 }
