@@ -2,7 +2,7 @@ import type { SQLNamespace } from "@codemirror/lang-sql";
 import { useEffect, useRef, useState } from "preact/hooks";
 import type { QueryStatus } from "../api";
 import { completionSchema } from "../catalog-names";
-import { editorState } from "../editor-store";
+import { editorState, keepEditorText, restoreEditorText } from "../editor-store";
 import { formatBytes, formatCount, queryTiming } from "../format";
 import { cancelQuery, FINISHED, followQuery, queryStatus, sortedSql, submitQueryId } from "../query-runner";
 import { loadResult, type ResultData } from "../results";
@@ -32,6 +32,7 @@ export function SqlPage() {
   const [sorting, setSorting] = useState<Sort | null>(null);
   const editor = useLazy(() => import("./Editor"));
   const running = submitting || (status !== null && !FINISHED.has(status.Status));
+  restoreEditorText(account);
 
   useEffect(() => {
     if (catalog) void completionSchema(catalog).then(setSchema);
@@ -139,6 +140,8 @@ export function SqlPage() {
   useEffect(() => {
     const controller = new AbortController();
     run.current = controller;
+    // SQL a "Query" button put here is the text to keep from now on.
+    keepEditorText(account, editorState.sql);
     if (editorState.runOnOpen) {
       editorState.runOnOpen = false;
       void execute();
@@ -163,9 +166,7 @@ export function SqlPage() {
           initial={editorState.sql}
           hint={HINT}
           schema={schema}
-          onChange={(text) => {
-            editorState.sql = text;
-          }}
+          onChange={(text) => keepEditorText(account, text)}
           onRun={() => void execute()}
         />
       ) : (
