@@ -1009,7 +1009,7 @@ export interface paths {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["GeneralApiResponse"];
+                        "application/json": components["schemas"]["DataUploadResponse"];
                     };
                 };
                 /** @description Multiple files received, a missing or malformed part, or a file that breaks its schema */
@@ -2147,6 +2147,13 @@ export interface components {
         GrantRequest: {
             /** @enum {string} */
             Permission: "read" | "write";
+        };
+        DataUploadResponse: {
+            Status: components["schemas"]["ApiResponseStatus"];
+            Data: {
+                /** @description What the uploader should know about how the file was read, each a sentence the message also carries: header names that were changed to be distinct and non-blank, a first row that looks like data taken as the header row, a file that looks like JSON or written with another delimiter. Empty when there is nothing to say */
+                Warnings: string[];
+            };
         };
         DataUploadRequest: {
             /** @description JSON of DataSchema (PascalCase keys) */

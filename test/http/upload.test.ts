@@ -272,6 +272,61 @@ describe("POST /v1/data/{AccountName}/{DatasetName}/{DataName}", () => {
     expect(message).toContain("row 2, column 'a': the value is empty, but the column is not nullable");
   });
 
+  it("should say which header names it changed and warn of a first row that looks like data, in Message and Data.Warnings", async () => {
+    const dataset = await freshDataset();
+
+    const renamed = await readEnvelope<{ Warnings: string[] }>(
+      await upload(owner.accessToken, `${dataset}/names.csv`, "id,name,name,,value\n1,a,b,c,2\n"),
+      200,
+    );
+    const headless = await readEnvelope<{ Warnings: string[] }>(
+      await upload(owner.accessToken, `${dataset}/stocks.csv`, "MSFT,Jan 1 2000,39.81\nMSFT,Feb 1 2000,36.35\n"),
+      200,
+    );
+    const plain = await readEnvelope<{ Warnings: string[] }>(
+      await upload(owner.accessToken, `${dataset}/orders.csv`, ORDERS),
+      200,
+    );
+
+    expect(renamed.Data.Warnings).toEqual([
+      "2 header names were changed, as a table needs distinct, non-blank column names (letter case ignored): " +
+        "column 3 'name' became 'name_2', column 4 (blank) became 'column_4'.",
+    ]);
+    expect(renamed.Status.Message).toBe(
+      `Registered ${dataset}/names.csv: 1 row, 5 columns, 30 bytes. ${renamed.Data.Warnings[0]}`,
+    );
+    expect(headless.Data.Warnings).toEqual([expect.stringMatching(/^The first row was taken as the header row/)]);
+    expect(headless.Status.Message).toContain(`Registered ${dataset}/stocks.csv: 1 row, 3 columns`);
+    expect(headless.Status.Message).toContain(headless.Data.Warnings[0]);
+    expect(plain.Data.Warnings).toEqual([]);
+  });
+
+  it("should say when a refused file looks ';'-delimited or like JSON", async () => {
+    const dataset = await freshDataset();
+    const schema = schemaWith(
+      [
+        ["id", "INTEGER"],
+        ["item", "STRING"],
+        ["price", "DOUBLE"],
+      ],
+      { Header: true, Delimiter: "," },
+    );
+
+    const semicolons = await failedUpload(
+      await upload(owner.accessToken, `${dataset}/orders.csv`, ORDERS.replaceAll(",", ";"), { Schema: schema }),
+      400,
+    );
+    const json = await failedUpload(
+      await upload(owner.accessToken, `${dataset}/orders.json`, '[\n  {"id": 1, "item": "apple"},\n  {"id": 2}\n]\n'),
+      400,
+    );
+
+    expect(semicolons).toContain(
+      'The file looks ";"-delimited (3 fields a row), but was read with the Schema\'s Delimiter ","',
+    );
+    expect(json).toMatch(/^The file looks like JSON, not CSV \(it starts with "\["\)/);
+  });
+
   it("should generate the TableDefinition when ForceGenerateTableDefinition is true, whatever the Schema says", async () => {
     const dataset = await freshDataset();
     const schema = schemaWith([["name", "INTEGER"]]);

@@ -319,6 +319,7 @@ describe("ingestCsv: checking against a TableDefinition", () => {
       deliveryType: "RAW",
       delimiter: ",",
       decompressedBytes: file.length,
+      warnings: [],
     });
   });
 
@@ -437,6 +438,137 @@ describe("ingestCsv: checking against a TableDefinition", () => {
         "The file has a row longer than 10000 characters (at data row 1); usually a quoted field is never closed.",
     });
     expect(tracked.cancelled).toBe(true);
+  });
+});
+
+describe("ingestCsv: notes on how the file was read", () => {
+  const SIX = table(
+    column("date", "DATE"),
+    column("precipitation", "DOUBLE"),
+    column("temp_max", "DOUBLE"),
+    column("temp_min", "DOUBLE"),
+    column("wind", "DOUBLE"),
+    column("weather", "STRING"),
+  );
+  const SEMICOLONS =
+    "date;precipitation;temp_max;temp_min;wind;weather\n" +
+    "2012-01-01;0.0;12.8;5.0;4.7;drizzle\n" +
+    "2012-01-02;10.9;10.6;2.8;4.5;rain\n";
+
+  it("should say that a file read with the Schema's comma looks ';'-delimited, and how to declare it", async () => {
+    const result = failureOf(await ingest(SEMICOLONS, { tableDefinition: SIX, dataOptions: { Delimiter: "," } }));
+
+    expect(result.message).toBe(
+      "The file does not match the TableDefinition: the header row has 1 field, but the TableDefinition has 6 columns; " +
+        "row 1 has 1 field, expected 6; row 2 has 1 field, expected 6. " +
+        'The file looks ";"-delimited (6 fields a row), but was read with the Schema\'s Delimiter ",": declare it with ' +
+        '{"DataSpecification": {"DataOptions": {"Delimiter": ";"}}} in the Schema, or leave Delimiter out to have it detected.',
+    );
+  });
+
+  it("should say why a detected delimiter was not the one the file looks written with", async () => {
+    const five = table(...SIX.Columns.slice(0, 5));
+    const result = failureOf(await ingest(SEMICOLONS, { tableDefinition: five }));
+
+    expect(result.message).toContain(
+      'The file looks ";"-delimited (6 fields a row), but was read with ",", as the TableDefinition has 5 columns',
+    );
+  });
+
+  it("should not blame the delimiter when the file's own delimiter splits its first rows evenly", async () => {
+    const file = "a,b\n1,2\n3,4,5\n";
+    expect(failureOf(await ingest(file)).message).toBe(
+      "Cannot generate a TableDefinition from the file: row 2 has 3 fields, expected 2.",
+    );
+    expect(failureOf(await ingest("a,b\n1,2\n3,4\n", { tableDefinition: SIX })).message).not.toContain("looks");
+  });
+
+  it("should warn when a file read as one column looks written with another delimiter", async () => {
+    const result = await ingest("a;b\n1;2\n", { dataOptions: { Delimiter: "," } });
+
+    expect(result).toMatchObject({ ok: true, warnings: [expect.stringContaining('The file looks ";"-delimited')] });
+  });
+
+  it.each([
+    ["JSON", '[\n  {"a": 1, "b": 2},\n  {"a": 3, "b": 4}\n]\n', '(it starts with "[")'],
+    ["NDJSON", '{"a": 1, "b": 2}\n{"a": 3}\n', "NDJSON (one JSON object a line)"],
+  ])("should say that %s sent as CSV does not look like CSV", async (_kind, file, said) => {
+    const result = failureOf(await ingest(file));
+
+    expect(result.message).toMatch(/^The file looks like .* not CSV .*: only CSV files are read/);
+    expect(result.message).toContain(said);
+    expect(result.message).toContain("Cannot generate a TableDefinition from the file: row");
+  });
+
+  it("should warn about JSON even when it happened to read as CSV", async () => {
+    const result = await ingest('{"a":1}\n{"a":2}\n');
+
+    expect(result).toMatchObject({ ok: true, warnings: [expect.stringContaining("looks like NDJSON")] });
+  });
+
+  it("should not take a CSV file whose first header starts with a bracket for JSON", async () => {
+    expect(await ingest("[id],[name]\n1,a\n")).toMatchObject({ ok: true, warnings: [] });
+  });
+
+  it("should say which header names were changed", async () => {
+    const result = await ingest("id,name,name,,value\n1,a,b,c,2\n");
+
+    expect(result).toMatchObject({
+      ok: true,
+      warnings: [
+        "2 header names were changed, as a table needs distinct, non-blank column names (letter case ignored): " +
+          "column 3 'name' became 'name_2', column 4 (blank) became 'column_4'.",
+      ],
+    });
+    expect(typesOf(result)).toEqual({
+      id: "INTEGER",
+      name: "STRING",
+      name_2: "STRING",
+      column_4: "STRING",
+      value: "INTEGER",
+    });
+  });
+
+  it("should list at most five changed names", async () => {
+    const result = await ingest(`${Array(9).fill("x").join(",")}\n${Array(9).fill("1").join(",")}\n`);
+
+    expect(result.ok && result.warnings[0]).toMatch(/^8 header names were changed.*'x_6', and 3 more\.$/);
+  });
+
+  it("should warn that the first row looks like data when a file without a header row is read with one", async () => {
+    const file = "MSFT,Jan 1 2000,39.81\nMSFT,Feb 1 2000,36.35\nAAPL,Jan 1 2000,25.94\n";
+    const result = await ingest(file);
+
+    expect(result).toMatchObject({
+      ok: true,
+      warnings: [
+        "The first row was taken as the header row, and its values became the column names, but it looks like data " +
+          "('MSFT', 'Jan 1 2000', '39.81'): if the file has no header row, upload it again with " +
+          '{"DataSpecification": {"DataOptions": {"Header": false}}} in the Schema.',
+      ],
+    });
+    expect(await ingest(file, { dataOptions: { Header: false } })).toMatchObject({ ok: true, warnings: [] });
+  });
+
+  it("should warn that a first row of numbers and dates looks like data, and skipped, with a TableDefinition", async () => {
+    expect(await ingest("1,2.5\n2,3.5\n")).toMatchObject({
+      ok: true,
+      warnings: [expect.stringContaining("('1', '2.5')")],
+    });
+    const two = table(column("day", "DATE"), column("n", "INTEGER"));
+    expect(await ingest("2024-01-01,3\n2024-01-02,4\n", { tableDefinition: two })).toMatchObject({
+      ok: true,
+      warnings: [expect.stringContaining("taken as the header row, and it was not loaded, but it looks like data")],
+    });
+  });
+
+  it("should not warn about a header row of names", async () => {
+    expect(await ingest("symbol,date,price\nMSFT,Jan 1 2000,39.81\n")).toMatchObject({ ok: true, warnings: [] });
+    expect(
+      await ingest("id,day\n1,2024-01-01\n", {
+        tableDefinition: table(column("id", "INTEGER"), column("day", "DATE")),
+      }),
+    ).toMatchObject({ ok: true, warnings: [] });
   });
 });
 

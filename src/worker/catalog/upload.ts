@@ -26,7 +26,16 @@ const UPLOAD_ABANDONED_AFTER_SECONDS = 24 * 3600;
 const UPLOAD_IN_PROGRESS = "upload in progress";
 
 export type UploadOutcome =
-  | { ok: true; rowCount: number; size: number; columns: number; deliveryType: "RAW" | "GZIP"; delimiter: string }
+  | {
+      ok: true;
+      rowCount: number;
+      size: number;
+      columns: number;
+      deliveryType: "RAW" | "GZIP";
+      delimiter: string;
+      /** What the uploader should know about how the file was read (ingest/upload-notes.ts). */
+      warnings: string[];
+    }
   | { ok: false; status: 400 | 413 | 415; message: string };
 
 interface StoredFile {
@@ -150,5 +159,6 @@ export async function uploadDataItem(
     columns: ingest.columns.length,
     deliveryType: ingest.deliveryType,
     delimiter: ingest.delimiter,
+    warnings: ingest.warnings,
   };
 }

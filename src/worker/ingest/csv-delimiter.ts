@@ -43,6 +43,31 @@ export function detectDelimiter(
   return ",";
 }
 
+/**
+ * The first candidate other than `used` that fits `sample` (as
+ * `detectDelimiter` decides, any number of fields above one), with its
+ * number of fields; undefined when `used` fits as well (the file's problem
+ * is elsewhere) or no other does. For saying that a file read with one
+ * delimiter looks written with another.
+ */
+export function otherFittingDelimiter(
+  sample: string,
+  newline: Newline,
+  complete: boolean,
+  used: string,
+): { delimiter: string; fields: number } | undefined {
+  const fits = (delimiter: string) => {
+    const fields = sharedFieldCount(new FallbackParser(delimiter, newline), sample, complete);
+    return fields !== undefined && fields > 1 ? fields : undefined;
+  };
+  if (fits(used) !== undefined) return undefined;
+  for (const candidate of DELIMITER_CANDIDATES) {
+    const fields = candidate === used ? undefined : fits(candidate);
+    if (fields !== undefined) return { delimiter: candidate, fields };
+  }
+  return undefined;
+}
+
 /** The number of fields every compared row has, or undefined when they differ or a quote is broken. */
 function sharedFieldCount(parser: FallbackParser, sample: string, complete: boolean): number | undefined {
   const { data, errors } = parser.parse(sample, 0, !complete);

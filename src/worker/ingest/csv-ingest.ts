@@ -3,6 +3,7 @@ import type { Column, DataOptions, DeliveryType, TableDefinition } from "./data-
 import { RowRouter } from "./row-router";
 import type { Violation } from "./table-check";
 import { openUploadBytes, type RawCopy } from "./upload-bytes";
+import { delimiterNote, HEAD_CHARS, headerWarnings, jsonNote } from "./upload-notes";
 import { Utf8Text, type DecodedText } from "./utf8-text";
 import type { WorkCounter } from "./work-counter";
 
@@ -60,6 +61,8 @@ export type IngestResult =
       /** The delimiter the file was read with: the given one, or the one detected. */
       delimiter: string;
       decompressedBytes: number;
+      /** What a person should know about how the file was read (upload-notes.ts), each a sentence. */
+      warnings: string[];
     }
   | { ok: false; status: 400 | 413; message: string; violations?: Violation[] };
 
@@ -132,6 +135,9 @@ class IngestRun {
   private readonly hasHeader: boolean;
   private readonly maxRowChars: number;
   private decompressedBytes = 0;
+  /** The file's first HEAD_CHARS characters, and whether that is all of it, for the notes on how it was read. */
+  private head = "";
+  private headIsAll = true;
 
   constructor(
     private readonly options: IngestOptions,
@@ -174,17 +180,35 @@ class IngestRun {
     const columns = router.columns();
     if (columns === undefined)
       return fail(400, "The file is empty: there are no rows to generate a TableDefinition from.");
+    const delimiter = this.rows.delimiterInUse ?? ",";
     return {
       ok: true,
       rowCount: router.rowCount,
       columns,
       deliveryType: this.deliveryType,
-      delimiter: this.rows.delimiterInUse ?? ",",
+      delimiter,
       decompressedBytes: this.decompressedBytes,
+      warnings: [
+        jsonNote(this.head),
+        columns.length === 1 ? this.delimiterNote(delimiter) : "",
+        ...(router.header ? headerWarnings(router.header, columns, !this.options.tableDefinition) : []),
+      ].filter((warning) => warning !== ""),
     };
   }
 
+  private delimiterNote(used: string): string {
+    const given = this.options.dataOptions?.Delimiter !== undefined;
+    return delimiterNote(this.head, this.headIsAll, used, given, this.options.tableDefinition?.Columns.length);
+  }
+
+  private keepHead(text: string): void {
+    const room = HEAD_CHARS - this.head.length;
+    if (text.length > room) this.headIsAll = false;
+    if (room > 0) this.head += text.slice(0, room);
+  }
+
   private takeText(decoded: DecodedText): IngestResult | undefined {
+    if (decoded.ok) this.keepHead(decoded.text);
     if (decoded.ok) return this.checkRead(this.rows.push(decoded.text));
     // Parse up to the bad byte so the message can name the row it is in; a problem before it comes first.
     const before = this.checkRead(this.rows.push(decoded.validText, true)) ?? this.violationStop();
@@ -217,6 +241,11 @@ class IngestRun {
       : "Cannot generate a TableDefinition from the file";
     const list = items.map((violation) => violation.message).join("; ");
     const stopped = atLimit ? ` (only the first ${items.length} problems are listed)` : "";
-    return fail(400, `${intro}: ${list}${stopped}.`, items);
+    // The cause a person needs first: a file that is not CSV at all, or rows split at the wrong character.
+    const json = jsonNote(this.head);
+    const fieldCounts = items.some((violation) => violation.column === undefined);
+    const delimiter = !json && fieldCounts ? this.delimiterNote(this.rows.delimiterInUse ?? ",") : "";
+    const message = [json, `${intro}: ${list}${stopped}.`, delimiter].filter((part) => part !== "").join(" ");
+    return fail(400, message, items);
   }
 }

@@ -31,6 +31,8 @@ export class RowRouter implements RowsSink {
   rowCount = 0;
   /** Whether any non-blank line was seen. */
   sawContent = false;
+  /** The header row's fields as read, once it was (for the upload's warnings). */
+  header: readonly string[] | undefined;
   readonly violations: ViolationList;
   private sink: RowSink | undefined;
   private inference: TableInference | undefined;
@@ -135,6 +137,7 @@ export class RowRouter implements RowsSink {
   }
 
   private takeHeader(fields: readonly string[], malformed: boolean): void {
+    this.header = fields;
     if (malformed) this.violations.add({ row: 0, message: `the header row: ${MALFORMED_QUOTES}` });
     if (this.sink === undefined) {
       if (fields.length > MAX_COLUMNS) return this.violations.stop(tooWide("the header row", fields.length));

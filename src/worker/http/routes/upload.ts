@@ -13,14 +13,25 @@ import {
   DataUploadRequest,
   envelope,
   errorResponses,
-  GeneralApiResponse,
   jsonResponse,
+  withData,
 } from "../schemas";
 import { plural } from "../../util/text";
 
 export const uploadRoute = createRouter();
 
 const PATH = "/data/{AccountName}/{DatasetName}/{DataName}";
+
+// The interface's GeneralApiResponse, plus Data.Warnings (additive): a program need not parse the message to notice.
+const DataUploadResponse = withData(
+  "DataUploadResponse",
+  z.object({
+    Warnings: z.array(z.string()).openapi({
+      description:
+        "What the uploader should know about how the file was read, each a sentence the message also carries: header names that were changed to be distinct and non-blank, a first row that looks like data taken as the header row, a file that looks like JSON or written with another delimiter. Empty when there is nothing to say",
+    }),
+  }),
+);
 
 // Documented from the same definition as the other routes, but served by a
 // plain handler: a validator for a multipart body would read it whole, and
@@ -39,7 +50,7 @@ uploadRoute.openAPIRegistry.registerPath(
       body: { required: true, content: { "multipart/form-data": { schema: DataUploadRequest } } },
     },
     responses: {
-      200: jsonResponse(GeneralApiResponse, "The file is registered"),
+      200: jsonResponse(DataUploadResponse, "The file is registered"),
       ...errorResponses(
         [400, "Multiple files received, a missing or malformed part, or a file that breaks its schema"],
         [401, "Missing or invalid access token"],
@@ -68,11 +79,15 @@ uploadRoute.post("/data/:AccountName/:DatasetName/:DataName", requireAuth, async
   await requestPreparation(c.env, { datasetId: dataset.id, name: DataName! });
   // A delimiter other than the comma is named, so a detected one is seen at once (the schema says it too).
   const delimiter = outcome.delimiter === "," ? "" : ` (delimiter ${JSON.stringify(outcome.delimiter)})`;
+  const warnings = outcome.warnings.map((warning) => ` ${warning}`).join("");
   return c.json(
-    envelope(
-      200,
-      `Registered ${AccountName}/${DatasetName}/${DataName}: ${plural(outcome.rowCount, "row")}, ${plural(outcome.columns, "column")}${delimiter}, ${plural(outcome.size, "byte")}${outcome.deliveryType === "GZIP" ? " (gzip)" : ""}.`,
-    ),
+    {
+      ...envelope(
+        200,
+        `Registered ${AccountName}/${DatasetName}/${DataName}: ${plural(outcome.rowCount, "row")}, ${plural(outcome.columns, "column")}${delimiter}, ${plural(outcome.size, "byte")}${outcome.deliveryType === "GZIP" ? " (gzip)" : ""}.${warnings}`,
+      ),
+      Data: { Warnings: outcome.warnings },
+    },
     200,
   );
 });
