@@ -838,3 +838,35 @@ describe("ingestCsv: stream contract", () => {
     await expect(ingestCsv(failingStream(compressed, disconnect), { limits: LIMITS })).rejects.toBe(disconnect);
   });
 });
+
+describe('ingestCsv: an empty field and a quoted ""', () => {
+  const NAMED = table(column("id", "INTEGER", false), column("name", "STRING", false), column("n", "INTEGER", false));
+  // A first row with a quote inside an unquoted field leaves it and the rows after it to the fallback reader.
+  const READINGS = { "fast path": "", fallback: '0,a"b,1\n' };
+
+  for (const [reading, first] of Object.entries(READINGS)) {
+    const offset = first === "" ? 0 : 1;
+
+    it(`should take a quoted "" as a value in a STRING column that is not nullable (${reading})`, async () => {
+      const result = await ingest(`id,name,n\n${first}1,"",2\n2,"x",3\n`, { tableDefinition: NAMED }, 1 << 20);
+      expect(result).toMatchObject({ ok: true, rowCount: 2 + offset });
+    });
+
+    it(`should refuse an unquoted empty field there, and a quoted "" in an INTEGER column (${reading})`, async () => {
+      const file = `id,name,n\n${first}1,,2\n2,"x",""\n`;
+      const result = failureOf(await ingest(file, { tableDefinition: NAMED }, 1 << 20));
+      expect(result.violations?.map((v) => [v.row, v.column])).toEqual([
+        [1 + offset, "name"],
+        [2 + offset, "n"],
+      ]);
+    });
+  }
+
+  it('should count a quoted "" as empty when generating types', async () => {
+    expect(typesOf(await ingest('a,b\n1,""\n"",x\n2,y\n'))).toEqual({ a: "INTEGER", b: "STRING" });
+  });
+
+  it('should take a line holding only "" as a row (the empty string), where a blank line at the end is nothing', async () => {
+    expect(await ingest('name\nx\n""\n""\n\n\n')).toMatchObject({ ok: true, rowCount: 3 });
+  });
+});

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import * as Papa from "papaparse";
-import { CsvRowReader, type ReadRows, type RowsSink } from "../../src/worker/ingest/csv-rows";
+import { CsvRowReader, type ReadRows, type RowBatch, type RowsSink } from "../../src/worker/ingest/csv-rows";
 import type { Newline, RowParser } from "../../src/worker/ingest/csv-fallback";
 import { RowSpans, scanPlainRows } from "../../src/worker/ingest/csv-spans";
 
@@ -139,6 +139,73 @@ describe("the fast path against papaparse", () => {
         expect(cappedOutcomes).toEqual(new Set([true, false]));
       });
     }
+  }
+});
+
+/** Every row's values, null for an unquoted empty field, as the fast path (RowSpans) or the fallback (RowBatch) tells. */
+function readValues(pieces: readonly string[], delimiter: string, fast: boolean): (string | null)[][] {
+  const rows: (string | null)[][] = [];
+  const takeBatch = (batch: RowBatch) => {
+    const quotedEmpty = new Set(
+      (batch.quotedEmpty ?? []).flatMap(({ row, fields }) => fields.map((f) => `${row}:${f}`)),
+    );
+    batch.rows.forEach((fields, r) =>
+      rows.push(fields.map((field, f) => (field === "" && !quotedEmpty.has(`${r}:${f}`) ? null : field))),
+    );
+  };
+  const sink: RowsSink = {
+    takeSpans(row) {
+      rows.push(Array.from({ length: row.count }, (_, i) => row.value(i)));
+      return true;
+    },
+    takeRows(batch) {
+      takeBatch(batch);
+      return true;
+    },
+  };
+  const reader = new CsvRowReader(delimiter, MAX_ROW, fast ? sink : undefined);
+  for (const read of [...pieces.map((piece) => reader.push(piece)), reader.end()]) {
+    if (!read.ok) throw new Error("a row was refused");
+    takeBatch(read);
+  }
+  return rows;
+}
+
+describe('an empty field and a quoted "" (PostgreSQL\'s CSV reading)', () => {
+  // Fields as written, and the value each stands for: an unquoted empty one is NULL, "" the empty string.
+  const written: [string, string | null][] = [
+    ["", null],
+    ['""', ""],
+    ["x", "x"],
+    ['"a,b"', "a,b"],
+    ['""""', '"'],
+    ['"say ""hi"""', 'say "hi"'],
+    ['"line\nbreak"', "line\nbreak"],
+  ];
+
+  for (const [delimiter, newline] of [
+    [",", "\n"],
+    [",", "\r\n"],
+    [";", "\r\n"],
+    [",", "\r"],
+  ] as const) {
+    it(`should tell them apart on the fast path and in the fallback, however the text is cut (${JSON.stringify(newline)})`, () => {
+      let quotedEmpties = 0;
+      for (let seed = 1; seed <= 300; seed++) {
+        const random = generator(seed * 6007 + newline.length);
+        const width = 1 + Math.floor(random.next() * 4);
+        const rows = Array.from({ length: 1 + Math.floor(random.next() * 20) }, () =>
+          Array.from({ length: width }, () => random.pick(written)),
+        );
+        const text = rows.map((row) => row.map(([field]) => field).join(delimiter) + newline).join("");
+        const expected = rows.map((row) => row.map(([, value]) => value));
+        quotedEmpties += expected.flat().filter((value) => value === "").length;
+        const pieces = randomCuts(text, random);
+        expect({ seed, text, rows: readValues(pieces, delimiter, true) }).toEqual({ seed, text, rows: expected });
+        expect({ seed, text, rows: readValues(pieces, delimiter, false) }).toEqual({ seed, text, rows: expected });
+      }
+      expect(quotedEmpties).toBeGreaterThan(100);
+    });
   }
 });
 

@@ -20,11 +20,19 @@ import type { WorkCounter } from "./work-counter";
  * papaparse stays the reference.
  */
 
+/** The fields of one row (indexes, ascending) that were written `""`: the empty string, where an unquoted empty field is NULL. */
+export interface QuotedEmpty {
+  row: number;
+  fields: number[];
+}
+
 /** What `parse` returns: Papa.Parser's result, with one error per malformed row (rows counted from 0). */
 export interface ParsedRows {
   data: string[][];
   errors: readonly { row: number }[];
   meta: { cursor: number };
+  /** The rows (ascending) with fields written `""`. papaparse's strings cannot tell, so its own parser leaves it out. */
+  quotedEmpty?: readonly QuotedEmpty[];
 }
 
 /** Papa.Parser's `parse` as the CSV reader calls it; Papa.Parser itself fits (tests use it as the reference). */
@@ -52,6 +60,7 @@ export class FallbackParser implements RowParser {
     const inputLength = input.length;
     const data: string[][] = [];
     const errors: { row: number }[] = [];
+    const quotedEmpty: QuotedEmpty[] = [];
     let row: string[] = [];
     let cursor = 0;
     let lastCursor = 0;
@@ -59,7 +68,9 @@ export class FallbackParser implements RowParser {
 
     const done = (): ParsedRows => {
       if (this.work) this.work.scanned += scanned;
-      return { data, errors, meta: { cursor: lastCursor + baseIndex } };
+      // The row left unfinished (ignoreLastRow) is not in `data`.
+      if (quotedEmpty.at(-1)?.row === data.length) quotedEmpty.pop();
+      return { data, errors, meta: { cursor: lastCursor + baseIndex }, quotedEmpty };
     };
     const find = (what: string, from: number): number => {
       const found = input.indexOf(what, from);
@@ -79,6 +90,12 @@ export class FallbackParser implements RowParser {
     };
     const quotedValue = (from: number, to: number) => {
       scanned += 2 * (to - from);
+      // Papa's reading ends here; which fields were "" is this parser's own addition.
+      if (from === to) {
+        const last = quotedEmpty.at(-1);
+        if (last?.row === data.length) last.fields.push(row.length);
+        else quotedEmpty.push({ row: data.length, fields: [row.length] });
+      }
       return input.substring(from, to).replace(ESCAPED_QUOTES, '"');
     };
     // papaparse: the length of `input.substring(quote + 1, index)` if it is not empty and only spaces (as String#trim

@@ -1,5 +1,5 @@
 import { DELIMITER_CANDIDATES, DELIMITER_SAMPLE_ROWS, detectDelimiter, type DelimiterDetection } from "./csv-delimiter";
-import { FallbackParser, type Newline, type ParsedRows, type RowParser } from "./csv-fallback";
+import { FallbackParser, type Newline, type ParsedRows, type QuotedEmpty, type RowParser } from "./csv-fallback";
 import { RowSpans, SureRows, scanPlainRows, type SpanSink } from "./csv-spans";
 import type { WorkCounter } from "./work-counter";
 
@@ -30,10 +30,14 @@ import type { WorkCounter } from "./work-counter";
  * papaparse's reading in linear time) and returned by `push` and `end`.
  */
 
-/** Rows completed by a piece of text; `malformedRows` lists indexes into `rows` (ascending) whose quoting is broken. */
+/**
+ * Rows completed by a piece of text; `malformedRows` lists indexes into `rows` (ascending) whose quoting is broken,
+ * `quotedEmpty` the rows (ascending) with fields written `""` (the empty string; an unquoted empty field is NULL).
+ */
 export interface RowBatch {
   rows: string[][];
   malformedRows: readonly number[];
+  quotedEmpty?: readonly QuotedEmpty[];
 }
 
 export type ReadRows = ({ ok: true } & RowBatch) | { ok: false; reason: "row-too-long" };
@@ -83,6 +87,7 @@ export class CsvRowReader {
   // Rows read since the last push or end, when there is no sink.
   private collected: string[][] = [];
   private collectedMalformed: number[] = [];
+  private collectedQuotedEmpty: QuotedEmpty[] = [];
   // Where the line-ending scan stopped, and the quoting state there.
   private scanAt = 0;
   private scanInQuotes = false;
@@ -264,25 +269,34 @@ export class CsvRowReader {
     const rows = parsed.data;
     if (this.newline === "\n") stripCarriageReturns(rows);
     const malformedRows = malformedRowIndexes(parsed.errors, rows.length);
+    const quotedEmpty = parsed.quotedEmpty ?? [];
     if (this.sink) {
-      if (!this.sink.takeRows({ rows, malformedRows })) this.stopped = true;
+      if (!this.sink.takeRows({ rows, malformedRows, quotedEmpty })) this.stopped = true;
       return;
     }
     const offset = this.collected.length;
     if (offset === 0) {
       this.collected = rows;
       this.collectedMalformed = [...malformedRows];
+      this.collectedQuotedEmpty = [...quotedEmpty];
       return;
     }
     for (const row of rows) this.collected.push(row);
     for (const index of malformedRows) this.collectedMalformed.push(offset + index);
+    for (const { row, fields } of quotedEmpty) this.collectedQuotedEmpty.push({ row: offset + row, fields });
   }
 
   private takeCollected(): ReadRows {
     if (this.collected.length === 0) return NO_ROWS;
-    const batch: ReadRows = { ok: true, rows: this.collected, malformedRows: this.collectedMalformed };
+    const batch: ReadRows = {
+      ok: true,
+      rows: this.collected,
+      malformedRows: this.collectedMalformed,
+      quotedEmpty: this.collectedQuotedEmpty,
+    };
     this.collected = [];
     this.collectedMalformed = [];
+    this.collectedQuotedEmpty = [];
     return batch;
   }
 

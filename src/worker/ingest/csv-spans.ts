@@ -27,7 +27,9 @@ import type { WorkCounter } from "./work-counter";
  * quotes as written (`escaped[i]` is 1): `field` halves the quotes when a
  * string is wanted. The type checks read that range as it is, in `codes`,
  * since every type but STRING refuses a `"`, written once or twice, and
- * such a field is never empty.
+ * such a field is never empty. `quoted[i]` is 1 for a field written in
+ * quotes: an empty one is the empty string, an unquoted empty one NULL
+ * (`isNull`), as PostgreSQL's CSV format reads them.
  */
 export class RowSpans {
   count = 0;
@@ -40,6 +42,7 @@ export class RowSpans {
   starts = new Int32Array(16);
   ends = new Int32Array(16);
   escaped = new Uint8Array(16);
+  quoted = new Uint8Array(16);
 
   /** Field `index` as a string. */
   field(index: number): string {
@@ -47,9 +50,27 @@ export class RowSpans {
     return this.escaped[index] === 1 ? value.replaceAll('""', '"') : value;
   }
 
+  /** Whether field `index` is empty and unquoted: NULL, where a quoted `""` is the empty string. */
+  isNull(index: number): boolean {
+    return this.starts[index] === this.ends[index] && this.quoted[index] === 0;
+  }
+
+  /** Field `index` as a string, or null when it is NULL (`isNull`). */
+  value(index: number): string | null {
+    return this.isNull(index) ? null : this.field(index);
+  }
+
   /** Every field as a string. */
   fields(): string[] {
     return Array.from({ length: this.count }, (_, index) => this.field(index));
+  }
+
+  /** The indexes of the fields written `""` (ascending), for a row passed on as strings; undefined when none. */
+  quotedEmptyFields(): number[] | undefined {
+    let found: number[] | undefined;
+    for (let index = 0; index < this.count; index++)
+      if (this.starts[index] === this.ends[index] && this.quoted[index] === 1) (found ??= []).push(index);
+    return found;
   }
 
   /**
@@ -74,22 +95,28 @@ export class RowSpans {
     this.codesStale = true;
   }
 
-  /** Makes this row hold `fields`. */
-  fill(fields: readonly string[]): this {
+  /** Makes this row hold `fields`, those at `quotedEmpty` (ascending indexes) written `""`. */
+  fill(fields: readonly string[], quotedEmpty?: readonly number[]): this {
     this.setText(fields.join(""));
     this.count = 0;
     let at = 0;
-    for (const field of fields) this.push(at, (at += field.length), false);
+    let next = 0;
+    for (let index = 0; index < fields.length; index++) {
+      const quoted = quotedEmpty !== undefined && quotedEmpty[next] === index;
+      if (quoted) next++;
+      this.push(at, (at += fields[index]!.length), false, quoted);
+    }
     return this;
   }
 
-  /** Adds a field: `text` from `start` to `end`. */
-  push(start: number, end: number, escaped: boolean): void {
+  /** Adds a field: `text` from `start` to `end`, `quoted` when it was written in quotes. */
+  push(start: number, end: number, escaped: boolean, quoted: boolean): void {
     const index = this.count++;
     if (index === this.starts.length) this.grow();
     this.starts[index] = start;
     this.ends[index] = end;
     this.escaped[index] = escaped ? 1 : 0;
+    this.quoted[index] = quoted ? 1 : 0;
   }
 
   private grow(): void {
@@ -97,12 +124,15 @@ export class RowSpans {
     const starts = new Int32Array(size);
     const ends = new Int32Array(size);
     const escaped = new Uint8Array(size);
+    const quoted = new Uint8Array(size);
     starts.set(this.starts);
     ends.set(this.ends);
     escaped.set(this.escaped);
+    quoted.set(this.quoted);
     this.starts = starts;
     this.ends = ends;
     this.escaped = escaped;
+    this.quoted = quoted;
   }
 }
 
@@ -310,7 +340,7 @@ export function scanPlainRows(
           break rows;
         }
         scanned += close - at + 1;
-        row.push(at + 1, close, escaped);
+        row.push(at + 1, close, escaped, true);
         nextQuote = close;
         at = close + 1;
         // Without the character after the closing quote, the field may not be over ("" split in two).
@@ -367,7 +397,7 @@ export function scanPlainRows(
         stop = "unusual";
         break rows;
       }
-      row.push(at, end, false);
+      row.push(at, end, false, false);
       if (end === lineEnd) {
         next = lineEnd + newline.length;
         break;

@@ -52,21 +52,24 @@ export class RowRouter implements RowsSink {
 
   /** Routes a batch of rows; stops early, and returns false, once the violation list is full. */
   takeRows(batch: RowBatch): boolean {
-    const { rows, malformedRows } = batch;
-    // malformedRows is ascending: walking it alongside keeps a batch of many malformed rows linear.
+    const { rows, malformedRows, quotedEmpty = [] } = batch;
+    // malformedRows and quotedEmpty are ascending: walking them alongside keeps a batch of many such rows linear.
     let nextMalformed = 0;
+    let nextQuotedEmpty = 0;
     for (let index = 0; index < rows.length; index++) {
       const fields = rows[index]!;
       const malformed = malformedRows[nextMalformed] === index;
       if (malformed) nextMalformed++;
-      if (fields.length === 1 && fields[0] === "" && !malformed) {
+      const quoted = quotedEmpty[nextQuotedEmpty]?.row === index ? quotedEmpty[nextQuotedEmpty++]!.fields : undefined;
+      // A line holding only "" is a row (an empty string), not a blank line.
+      if (fields.length === 1 && fields[0] === "" && !malformed && quoted === undefined) {
         // Only counted once something follows, so trailing blank lines vanish.
         if (this.sawContent) this.blankRun++;
         continue;
       }
       this.sawContent = true;
       for (; this.blankRun > 0; this.blankRun--) this.route(BLANK_ROW, false);
-      this.route(fields, malformed);
+      this.route(fields, malformed, quoted);
       if (this.violations.full) return false;
     }
     return true;
@@ -75,9 +78,10 @@ export class RowRouter implements RowsSink {
   /** Routes one row read in place; false once the violation list is full. */
   takeSpans(row: RowSpans): boolean {
     const sink = this.sink;
-    const blank = row.count === 1 && row.starts[0] === row.ends[0];
+    const blank = row.count === 1 && row.isNull(0);
     if (sink === undefined || this.headerPending || this.blankRun > 0 || blank || row.count !== sink.width) {
-      this.takeRows({ rows: [row.fields()], malformedRows: [] });
+      const quoted = row.quotedEmptyFields();
+      this.takeRows({ rows: [row.fields()], malformedRows: [], quotedEmpty: quoted && [{ row: 0, fields: quoted }] });
     } else {
       this.sawContent = true;
       sink.accept(row, ++this.rowCount, this.violations);
@@ -107,7 +111,7 @@ export class RowRouter implements RowsSink {
     return this.tableDefinition?.Columns ?? this.inference?.columns();
   }
 
-  private route(fields: readonly string[], malformed: boolean): void {
+  private route(fields: readonly string[], malformed: boolean, quotedEmpty?: readonly number[]): void {
     if (this.headerPending) {
       this.headerPending = false;
       this.takeHeader(fields, malformed);
@@ -132,7 +136,7 @@ export class RowRouter implements RowsSink {
         message: `row ${row} has ${plural(fields.length, "field")}${why}, expected ${this.sink.width}`,
       });
     } else {
-      this.sink.accept(this.stringRow.fill(fields), row, this.violations);
+      this.sink.accept(this.stringRow.fill(fields, quotedEmpty), row, this.violations);
     }
   }
 

@@ -84,12 +84,14 @@ export class TableValidator implements RowSink {
   }
 
   accept(fields: RowSpans, row: number, violations: ViolationList): void {
-    const { codes, starts, ends } = fields;
+    const { codes, starts, ends, quoted } = fields;
     for (let column = 0; column < this.width; column++) {
       const start = starts[column]!;
       const end = ends[column]!;
       if (start === end) {
-        if (!this.nullable[column]) {
+        // A quoted "" is a value in a STRING column (the empty string), NULL in any other.
+        const isNull = quoted[column] === 0 || this.types[column] !== "STRING";
+        if (isNull && !this.nullable[column]) {
           violations.add({
             row,
             column: this.names[column]!,
