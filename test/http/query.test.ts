@@ -552,19 +552,19 @@ describe("GET /v1/query/{QueryId}/results/metadata/schema", () => {
       },
     });
     const table = `${owner.accountName}.${dataset}.events`;
-    const stored = { Nullable: true, StoredAs: "YYYY-MM-DDTHH:MM:SS[.fff][Z]" };
+    const stored = { Nullable: true, StoredAs: "YYYY-MM-DD HH:MM:SS[.fff]" };
     const itemSchema = await schemaOf(owner.accessToken, `${owner.accountName}/${dataset}/events`);
     expect(itemSchema.TableDefinition.Columns.map((column) => column.DataType.DataTypeOptions)).toEqual([
       { Nullable: true },
       stored,
     ]);
 
-    const asWritten = await finishedQuery(`SELECT * FROM ${table} WHERE updated_at = '2024-03-01 18:07:14'`);
-    const asStored = await finishedQuery(`SELECT * FROM ${table} WHERE updated_at >= '2024-03-01T18:07:14'`);
+    const withT = await finishedQuery(`SELECT * FROM ${table} WHERE updated_at = '2024-03-01T18:07:14'`);
+    const asStored = await finishedQuery(`SELECT * FROM ${table} WHERE updated_at >= '2024-03-01 18:07:14'`);
 
-    expect(await resultText(owner.accessToken, asWritten)).toBe("id,updated_at\n");
+    expect(await resultText(owner.accessToken, withT)).toBe("id,updated_at\n");
     expect(await resultText(owner.accessToken, asStored)).toBe(
-      "id,updated_at\n1,2024-03-01T18:07:14\n2,2024-03-02T09:00:00\n",
+      "id,updated_at\n1,2024-03-01 18:07:14\n2,2024-03-02 09:00:00\n",
     );
     const result = await readEnvelope<{ Schema: string }>(
       await queryGet(owner.accessToken, asStored, "results/metadata/schema"),

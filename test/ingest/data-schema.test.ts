@@ -169,7 +169,7 @@ describe("parseSchemaPart", () => {
         Columns: [
           {
             Name: "at",
-            DataType: { DataType: "TIMESTAMP", DataTypeOptions: { StoredAs: "YYYY-MM-DDTHH:MM:SS[.fff][Z]" } },
+            DataType: { DataType: "TIMESTAMP", DataTypeOptions: { StoredAs: "YYYY-MM-DD HH:MM:SS[.fff]" } },
           },
           { Name: "day", DataType: { DataType: "date", DataTypeOptions: { Nullable: false, StoredAs: "YYYY-MM-DD" } } },
           { Name: "ok", DataType: { DataType: "BOOLEAN", DataTypeOptions: { StoredAs: null } } },
@@ -187,9 +187,9 @@ describe("parseSchemaPart", () => {
     const column = (DataType: string, StoredAs: string) => ({
       TableDefinition: { Columns: [{ Name: "c", DataType: { DataType, DataTypeOptions: { StoredAs } } }] },
     });
-    expect(messageOf(JSON.stringify(column("TIMESTAMP", "YYYY-MM-DD HH:MM:SS")))).toBe(
+    expect(messageOf(JSON.stringify(column("TIMESTAMP", "YYYY-MM-DDTHH:MM:SS[.fff][Z]")))).toBe(
       "Schema.TableDefinition.Columns[0].DataType.DataTypeOptions.StoredAs: TIMESTAMP values are stored as " +
-        "'YYYY-MM-DDTHH:MM:SS[.fff][Z]'; StoredAs only reports it and cannot change it (leave it out)",
+        "'YYYY-MM-DD HH:MM:SS[.fff]'; StoredAs only reports it and cannot change it (leave it out)",
     );
     expect(messageOf(JSON.stringify(column("STRING", "text")))).toBe(
       "Schema.TableDefinition.Columns[0].DataType.DataTypeOptions.StoredAs: STRING values are stored as written; " +
@@ -305,7 +305,7 @@ describe("serializeSchema", () => {
       undefined,
       "1/0",
       "YYYY-MM-DD",
-      "YYYY-MM-DDTHH:MM:SS[.fff][Z]",
+      "YYYY-MM-DD HH:MM:SS[.fff]",
     ]);
   });
 

@@ -13,6 +13,7 @@ import {
   isDateText as dateCheck,
   isDoubleText as doubleCheck,
   isIntegerText as integerCheck,
+  isStoredTimestamp,
   isTimestampText as timestampCheck,
   narrowCandidates,
   SURE_PATTERN_CHARACTERS,
@@ -23,6 +24,7 @@ import {
   type CharCodes,
   type DataTypeName,
 } from "../../src/worker/ingest/value-types";
+import { sqliteInstance } from "../../src/worker/query/sqlite";
 
 /** A check as these tests call it: on a string, or a range of one (the checks read the string's char codes). */
 const onText =
@@ -235,12 +237,16 @@ describe("valueCheck", () => {
 });
 
 // A seeded generator, so a failure names an input that can be replayed.
-function randomTexts(seed: number, count: number, alphabet: string, maxLength: number): string[] {
+function seededRandom(seed: number): () => number {
   let state = seed;
-  const next = () => {
+  return () => {
     state = (Math.imul(state, 1103515245) + 12345) >>> 0;
     return state / 2 ** 32;
   };
+}
+
+function randomTexts(seed: number, count: number, alphabet: string, maxLength: number): string[] {
+  const next = seededRandom(seed);
   return Array.from({ length: count }, () => {
     const length = Math.floor(next() * (maxLength + 1));
     let text = "";
@@ -331,10 +337,12 @@ describe("isDoubleText at the edge of the largest double", () => {
 });
 
 describe("toSqlValue", () => {
-  it("should turn an empty field into NULL whatever the type", () => {
-    for (const type of ["STRING", "INTEGER", "DOUBLE", "BOOLEAN", "DATE", "TIMESTAMP"] as const) {
-      expect(toSqlValue(type, "")).toBeNull();
-    }
+  it("should turn an unquoted empty field (null) into NULL whatever the type", () => {
+    for (const type of DATA_TYPES) expect(toSqlValue(type, null)).toBeNull();
+  });
+
+  it('should keep a quoted "" as the empty string in a STRING column, and make it NULL in any other', () => {
+    for (const type of DATA_TYPES) expect([type, toSqlValue(type, "")]).toEqual([type, type === "STRING" ? "" : null]);
   });
 
   it("should give numbers, and a bigint beyond 2^53", () => {
@@ -354,13 +362,72 @@ describe("toSqlValue", () => {
     expect(toSqlValue("STRING", " x ")).toBe(" x ");
   });
 
-  it("should write TIMESTAMP with T and seconds, and convert a zone to UTC", () => {
-    expect(toSqlValue("TIMESTAMP", "2024-01-31 13:45")).toBe("2024-01-31T13:45:00");
-    expect(toSqlValue("TIMESTAMP", "2024-01-31 13:45:07.250")).toBe("2024-01-31T13:45:07.250");
-    expect(toSqlValue("TIMESTAMP", "2024-01-31T13:45:07Z")).toBe("2024-01-31T13:45:07Z");
-    expect(toSqlValue("TIMESTAMP", "2024-03-01T08:00:00.5+09:00")).toBe("2024-02-29T23:00:00.5Z");
-    expect(toSqlValue("TIMESTAMP", "2024-12-31 20:30:00-0430")).toBe("2025-01-01T01:00:00Z");
-    expect(toSqlValue("TIMESTAMP", "0050-06-01T12:00+00")).toBe("0050-06-01T12:00:00Z");
+  it("should write TIMESTAMP as SQLite does, with a space and seconds, a zone converted to UTC and dropped", () => {
+    expect(toSqlValue("TIMESTAMP", "2024-01-31 13:45")).toBe("2024-01-31 13:45:00");
+    expect(toSqlValue("TIMESTAMP", "2024-01-31T13:45:07")).toBe("2024-01-31 13:45:07");
+    expect(toSqlValue("TIMESTAMP", "2024-01-31T13:45:07Z")).toBe("2024-01-31 13:45:07");
+    expect(toSqlValue("TIMESTAMP", "2024-03-01T08:00:00.5+09:00")).toBe("2024-02-29 23:00:00.5");
+    expect(toSqlValue("TIMESTAMP", "2024-12-31 20:30:00-0430")).toBe("2025-01-01 01:00:00");
+    expect(toSqlValue("TIMESTAMP", "0050-06-01T12:00+00")).toBe("0050-06-01 12:00:00");
+    expect(toSqlValue("TIMESTAMP", "0000-01-01 00:30+01")).toBe("-0001-12-31 23:30:00");
+  });
+
+  it("should write a fraction without its trailing zeros, so one instant has one text", () => {
+    expect(toSqlValue("TIMESTAMP", "2024-01-31 13:45:07.250")).toBe("2024-01-31 13:45:07.25");
+    expect(toSqlValue("TIMESTAMP", "2024-01-31 13:45:07.000")).toBe("2024-01-31 13:45:07");
+    expect(toSqlValue("TIMESTAMP", "2024-01-31T13:45:07.000000001Z")).toBe("2024-01-31 13:45:07.000000001");
+    expect(toSqlValue("TIMESTAMP", "2024-01-31T23:45:07.10-01:00")).toBe("2024-02-01 00:45:07.1");
+  });
+
+  it("should give what SQLite's own strftime gives for the same instant, and text that sorts in time order", async () => {
+    const db = new (await sqliteInstance()).sql.Database();
+    try {
+      const random = seededRandom(20_240_131);
+      const pick = (from: number, to: number) => from + Math.floor(random() * (to - from + 1));
+      const two = (n: number) => String(n).padStart(2, "0");
+      const instants: [stored: string, epoch: number][] = [];
+      for (let i = 0; i < 400; i++) {
+        const [year, month] = [pick(1, 9998), pick(1, 12)];
+        const day = pick(1, month === 2 ? 28 : 30);
+        const clock = `${two(pick(0, 23))}:${two(pick(0, 59))}` + (random() < 0.8 ? `:${two(pick(0, 59))}` : "");
+        const zone = ["", "Z", `${random() < 0.5 ? "+" : "-"}${two(pick(0, 14))}:${two(pick(0, 3) * 15)}`][pick(0, 2)]!;
+        // SQLite reads the same forms (T or a space, Z or ±HH:MM); the fraction is compared on its own below.
+        const written = `${String(year).padStart(4, "0")}-${two(month)}-${two(day)}${random() < 0.5 ? "T" : " "}${clock}${zone}`;
+        const fraction = clock.length === 8 && random() < 0.5 ? `.${String(pick(0, 999_999)).padStart(6, "0")}` : "";
+        const withFraction = zone === "" ? written + fraction : written.replace(zone, fraction + zone);
+        const stored = toSqlValue("TIMESTAMP", withFraction) as string;
+        const [[sqlite, epoch]] = db.exec("SELECT strftime('%Y-%m-%d %H:%M:%S', ?), unixepoch(?)", [
+          written,
+          written,
+        ])[0]!.values as [[string, number]];
+        expect([withFraction, stored.slice(0, 19)]).toEqual([withFraction, sqlite]);
+        expect([withFraction, stored.slice(19)]).toEqual([withFraction, fraction.replace(/\.?0+$/, "")]);
+        expect(isStoredTimestamp(stored)).toBe(true);
+        instants.push([stored, epoch + Number(`0${fraction}`)]);
+      }
+      const byText = [...instants].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
+      const byTime = [...instants].sort(([, a], [, b]) => a - b);
+      expect(byText.map(([, epoch]) => epoch)).toEqual(byTime.map(([, epoch]) => epoch));
+    } finally {
+      db.close();
+    }
+  });
+});
+
+describe("isStoredTimestamp", () => {
+  it("should accept only the stored form: a space, seconds, no zone, no trailing zero in the fraction", () => {
+    for (const text of ["2024-01-31 13:45:07", "2024-01-31 13:45:07.5", "2024-01-31 13:45:07.000000001"])
+      expect([text, isStoredTimestamp(text)]).toEqual([text, true]);
+    for (const text of [
+      "2024-01-31T13:45:07",
+      "2024-01-31 13:45",
+      "2024-01-31 13:45:07Z",
+      "2024-01-31 13:45:07+01:00",
+      "2024-01-31 13:45:07.50",
+      "2024-01-31 13:45:07.",
+      "2024-02-30 13:45:07",
+    ])
+      expect([text, isStoredTimestamp(text)]).toEqual([text, false]);
   });
 });
 

@@ -17,14 +17,35 @@ import { csvCell, runEngine, seededRandom, type MemoryItem } from "../support/en
 // Not a multiple of 16, so the column images end in a partly filled record.
 const ROWS = 2003;
 const CATEGORIES = ["north", "south", "east", "west", "ünïcode", "with,comma", 'say "hi"'];
-const NOTES = ["plain", "a, b", 'quote "q"', "multi\nline", "ünï ✓", "LIKE abc here", "  spaced  ", "100%"];
+const NOTES = ["plain", "a, b", 'quote "q"', "multi\nline", "ünï ✓", "LIKE abc here", "  spaced  ", "100%", ""];
 
+/** A value as an SQL literal for the reference, and as written in the file (an empty string `""`, NULL an empty field). */
 type Cell = { sql: string; csv: string };
 
 const NULL_CELL: Cell = { sql: "NULL", csv: "" };
 
 function text(value: string): Cell {
-  return { sql: `'${value.replace(/'/g, "''")}'`, csv: value };
+  return { sql: `'${value.replace(/'/g, "''")}'`, csv: value === "" ? '""' : csvCell(value) };
+}
+
+const two = (n: number) => String(Math.abs(n)).padStart(2, "0");
+
+/**
+ * A TIMESTAMP written as files write them (a space and no zone, T and Z, or
+ * a local time with its offset), and the UTC text SQLite's datetime() gives
+ * for it, which the engine must store.
+ */
+function timestamp(ms: number, form: number): Cell {
+  const utc = new Date(ms).toISOString();
+  const stored = `${utc.slice(0, 10)} ${utc.slice(11, 19)}`;
+  if (form === 0) return { sql: `'${stored}'`, csv: stored };
+  if (form === 1) return { sql: `'${stored}'`, csv: `${utc.slice(0, 19)}Z` };
+  const offset = [120, -330, 545][form - 2]!;
+  const local = new Date(ms + offset * 60_000).toISOString().slice(0, 19);
+  return {
+    sql: `'${stored}'`,
+    csv: `${local}${offset < 0 ? "-" : "+"}${two(Math.trunc(offset / 60))}:${two(offset % 60)}`,
+  };
 }
 
 function generateFacts(): Cell[][] {
@@ -34,7 +55,7 @@ function generateFacts(): Cell[][] {
   for (let id = 1; id <= ROWS; id++) {
     const dayMs = Date.UTC(2024, 0, 1) + Math.floor(random() * 366) * 86_400_000;
     const day = new Date(dayMs).toISOString().slice(0, 10);
-    const ts = new Date(dayMs + Math.floor(random() * 86_400) * 1000).toISOString().replace(".000Z", "Z");
+    const ts = timestamp(dayMs + Math.floor(random() * 86_400) * 1000, Math.floor(random() * 5));
     const amount = (random() * 2000 - 500).toFixed(2);
     const qty = String(1 + Math.floor(random() * 100));
     const okSpelling = pick(["true", "false", "TRUE", "False", "1", "0"]);
@@ -42,7 +63,7 @@ function generateFacts(): Cell[][] {
     const big = String(9007199254740993n + BigInt(Math.floor(random() * 1000)) * (random() < 0.5 ? -1n : 1n));
     rows.push([
       { sql: String(id), csv: String(id) },
-      text(ts),
+      ts,
       text(pick(CATEGORIES)),
       random() < 0.05 ? NULL_CELL : { sql: amount, csv: amount },
       { sql: qty, csv: qty },
@@ -93,7 +114,9 @@ const QUERIES = [
   "SELECT cat, sum(CASE WHEN ok = 1 THEN qty ELSE 0 END) AS yes, sum(CASE WHEN ok = 0 THEN qty ELSE 0 END) AS no, sum(CASE WHEN ok IS NULL THEN 1 END) AS unknown FROM {facts} GROUP BY cat ORDER BY cat",
   "SELECT count(*) FROM {facts} WHERE qty > (SELECT avg(qty) FROM {facts})",
   "SELECT substr(ts, 1, 7) AS month, count(*), max(ts), min(ts) FROM {facts} GROUP BY month ORDER BY month",
-  "SELECT id, ts FROM {facts} WHERE ts BETWEEN '2024-03-01T00:00:00Z' AND '2024-03-04T00:00:00Z' ORDER BY ts, id",
+  "SELECT id, ts FROM {facts} WHERE ts BETWEEN '2024-03-01 00:00:00' AND '2024-03-03 23:59:59' ORDER BY ts, id",
+  "SELECT count(*), min(ts), max(ts) FROM {facts} WHERE ts >= datetime('2024-05-01') AND ts < datetime('2024-05-01', '+1 month')",
+  "SELECT id, note, note = '', length(note) FROM {facts} WHERE note = '' OR note IS NULL ORDER BY id LIMIT 60",
   "SELECT d.label, d.rank, count(*), round(sum(f.amount), 2) FROM {facts} f JOIN {dims} d ON d.cat = f.cat GROUP BY d.label, d.rank ORDER BY d.rank",
   "SELECT f.cat, d.label, count(*) FROM {facts} f LEFT JOIN {dims} d ON d.cat = f.cat GROUP BY f.cat, d.label ORDER BY f.cat",
   "SELECT typeof(amount), typeof(qty), typeof(big), typeof(ok), typeof(day), count(*) FROM {facts} GROUP BY 1, 2, 3, 4, 5 ORDER BY 1, 2, 3, 4, 5",
@@ -113,7 +136,7 @@ let reference: Database;
 let items: Record<string, MemoryItem>;
 
 function csvOf(columns: MemoryItem["columns"], rows: Cell[][]): string {
-  return [columns.map(([name]) => name).join(","), ...rows.map((row) => row.map((cell) => csvCell(cell.csv)).join(","))]
+  return [columns.map(([name]) => name).join(","), ...rows.map((row) => row.map((cell) => cell.csv).join(","))]
     .join("\n")
     .concat("\n");
 }
@@ -139,12 +162,18 @@ beforeAll(async () => {
   return () => reference.close();
 });
 
-/** RFC 4180 with \n line ends: every line, the last one included, ends with \n. */
-function parseCsv(csv: string): string[][] {
-  const rows: string[][] = [];
-  let row: string[] = [];
+/** RFC 4180 with \n line ends: every line, the last one included, ends with \n. An empty field is null, `""` "". */
+function parseCsv(csv: string): (string | null)[][] {
+  const rows: (string | null)[][] = [];
+  let row: (string | null)[] = [];
   let field = "";
   let quoted = false;
+  let wasQuoted = false;
+  const end = () => {
+    row.push(field === "" && !wasQuoted ? null : field);
+    field = "";
+    wasQuoted = false;
+  };
   for (let i = 0; i < csv.length; i++) {
     const c = csv[i]!;
     if (quoted) {
@@ -153,15 +182,12 @@ function parseCsv(csv: string): string[][] {
         i++;
       } else if (c === '"') quoted = false;
       else field += c;
-    } else if (c === '"') quoted = true;
-    else if (c === ",") {
-      row.push(field);
-      field = "";
-    } else if (c === "\n") {
-      row.push(field);
+    } else if (c === '"') quoted = wasQuoted = true;
+    else if (c === ",") end();
+    else if (c === "\n") {
+      end();
       rows.push(row);
       row = [];
-      field = "";
     } else field += c;
   }
   expect(field === "" && row.length === 0, "the CSV ends with a line end").toBe(true);
@@ -182,11 +208,11 @@ function referenceRows(sql: string): { names: string[]; rows: Value[][] } {
   }
 }
 
-function expectSameCell(actual: string, expected: Value, where: string): void {
-  if (expected === null) expect(actual, where).toBe("");
+function expectSameCell(actual: string | null, expected: Value, where: string): void {
+  if (expected === null) expect(actual, where).toBeNull();
   else if (typeof expected === "bigint") expect(actual, where).toBe(expected.toString());
   else if (typeof expected === "number") {
-    expect(actual, `${where}: a REAL is written as one`).toMatch(/[.e]|Infinity/);
+    expect(actual ?? "NULL", `${where}: a REAL is written as one`).toMatch(/[.e]|Infinity/);
     const difference = Math.abs(Number(actual) - expected);
     expect(difference, `${where}: ${actual} vs ${expected}`).toBeLessThanOrEqual(
       1e-12 * Math.max(1, Math.abs(expected)),

@@ -36,7 +36,7 @@ describe("csvField", () => {
 
   it.each([
     ["plain", "plain"],
-    ["", ""],
+    ["", '""'],
     ["a,b", '"a,b"'],
     ['say "hi"', '"say ""hi"""'],
     ["line1\nline2", '"line1\nline2"'],

@@ -327,14 +327,26 @@ describe("typed loading", () => {
   it("should compare and order TIMESTAMP values as instants, with zones converted to UTC", async () => {
     const csv = await csvOf(
       owner.accessToken,
-      `SELECT id, ts FROM ${orders} WHERE ts > '2024-02-01T07:00:00Z' OR ts < '2024-01-01' ORDER BY ts`,
+      `SELECT id, ts FROM ${orders} WHERE ts > '2024-02-01 07:00:00' OR ts < '2024-01-01' ORDER BY ts`,
     );
 
-    expect(csv).toBe("id,ts\n3,2023-12-31T23:59:00Z\n4,2024-02-29T00:00:00.5Z\n");
+    expect(csv).toBe("id,ts\n3,2023-12-31 23:59:00\n4,2024-02-29 00:00:00.5\n");
   });
 
   it("should store an offset TIMESTAMP as its UTC instant", async () => {
-    expect(await csvOf(owner.accessToken, `SELECT ts FROM ${orders} WHERE id = 2`)).toBe("ts\n2024-02-01T06:30:00Z\n");
+    expect(await csvOf(owner.accessToken, `SELECT ts FROM ${orders} WHERE id = 2`)).toBe("ts\n2024-02-01 06:30:00\n");
+  });
+
+  it("should compare TIMESTAMP values with SQLite's own date functions and with literals written with a space", async () => {
+    const csv = await csvOf(
+      owner.accessToken,
+      `SELECT id FROM ${orders}
+       WHERE ts = datetime('2024-02-01T08:30:00+02:00') OR ts BETWEEN '2024-01-15 00:00:00' AND '2024-01-15 23:59:59'
+          OR (ts >= datetime('2024-02-29') AND ts < datetime('2024-02-29', '+1 second'))
+       ORDER BY id`,
+    );
+
+    expect(csv).toBe("id\n1\n2\n4\n");
   });
 
   it("should filter BOOLEAN values written in any accepted form as 1 and 0", async () => {

@@ -305,7 +305,7 @@ export function serializeSchema(schema: StoredDataSchema): string {
   });
 }
 
-// The stored form is said wherever it differs from the file's (TIMESTAMP `2024-03-01 18:07` is stored `2024-03-01T18:07:00`).
+// The stored form is said wherever it differs from the file's (TIMESTAMP `2024-03-01T18:07+01` is stored `2024-03-01 17:07:00`).
 function dataTypeOptions(column: Column): { Nullable: boolean; StoredAs?: string } {
   const storedAs = STORED_AS[column.DataType.DataType];
   const nullable = column.DataType.DataTypeOptions.Nullable;

@@ -18,7 +18,8 @@
  *   optional fraction of 1-9 digits, and an optional zone: `Z`, `±HH`,
  *   `±HHMM` or `±HH:MM` (the short forms are what PostgreSQL exports).
  * - STRING: anything.
- * An empty field is NULL whatever the type.
+ * An unquoted empty field is NULL whatever the type; a quoted one (`""`) is
+ * the empty string in a STRING column and NULL in any other.
  */
 
 import { Buffer } from "node:buffer";
@@ -219,14 +220,14 @@ export function isStoredDate(text: string): boolean {
   return isDateText(valueCodes(text), 0, text.length);
 }
 
-/** Whether `text` is a TIMESTAMP in its stored form (STORED_AS): `T`, seconds, and `Z` or no zone. */
+/** Whether `text` is a TIMESTAMP in its stored form (STORED_AS): a space, seconds, no zone, no trailing zero. */
 export function isStoredTimestamp(text: string): boolean {
-  const zoneAt = timestampZoneStart(valueCodes(text), 0, text.length);
+  const length = text.length;
   return (
-    zoneAt >= 0 &&
-    text.charCodeAt(10) === UPPER_T &&
+    timestampZoneStart(valueCodes(text), 0, length) === length &&
+    text.charCodeAt(10) === SPACE &&
     text.charCodeAt(16) === COLON &&
-    (zoneAt === text.length || text.charCodeAt(zoneAt) === UPPER_Z)
+    (length === 19 || text.charCodeAt(length - 1) !== ZERO)
   );
 }
 
@@ -299,7 +300,7 @@ export function valueCheck(type: DataTypeName): ValueCheck {
 export const STORED_AS: Partial<Record<DataTypeName, string>> = {
   BOOLEAN: "1/0",
   DATE: "YYYY-MM-DD",
-  TIMESTAMP: "YYYY-MM-DDTHH:MM:SS[.fff][Z]",
+  TIMESTAMP: "YYYY-MM-DD HH:MM:SS[.fff]",
 };
 
 /** A field converted for SQL: BOOLEAN as 1/0, INTEGER as number (bigint beyond 2^53), NULL for empty. */
@@ -307,12 +308,16 @@ export type SqlValue = string | number | bigint | null;
 
 /**
  * Converts a field that passed its type's check into the value stored for
- * SQL. DATE stays as written; TIMESTAMP becomes `YYYY-MM-DDTHH:MM:SS[.f]`,
- * with a zone converted to UTC and written `Z`, so that text comparison of
- * values without a zone, or of values with one, follows time order.
+ * SQL; `null` is an unquoted empty field (NULL), `""` a quoted one (the
+ * empty string in a STRING column, NULL in any other). DATE stays as
+ * written; TIMESTAMP becomes SQLite's own form `YYYY-MM-DD HH:MM:SS[.f]`
+ * (what `datetime()` writes), a zone converted to UTC and dropped, the
+ * fraction without trailing zeros, so that text comparison follows time
+ * order and one instant has one text.
  */
-export function toSqlValue(type: DataTypeName, text: string): SqlValue {
-  if (text === "") return null;
+export function toSqlValue(type: DataTypeName, text: string | null): SqlValue {
+  if (text === null) return null;
+  if (text === "") return type === "STRING" ? "" : null;
   switch (type) {
     case "STRING":
     case "DATE":
@@ -341,21 +346,32 @@ function valueCodes(text: string): CharCodes {
 function canonicalTimestamp(text: string, codes: CharCodes): string {
   const zoneAt = timestampZoneStart(codes, 0, text.length);
   const hasSeconds = text.charCodeAt(16) === COLON;
-  const clock = hasSeconds ? text.slice(11, zoneAt) : `${text.slice(11, 16)}:00`;
-  const local = `${text.slice(0, 10)}T${clock}`;
-  if (zoneAt === text.length) return local;
+  const fraction = hasSeconds ? significantFraction(text, 19, zoneAt) : "";
+  const seconds = hasSeconds ? text.slice(17, 19) : "00";
+  if (zoneAt === text.length) return `${text.slice(0, 10)} ${text.slice(11, 16)}:${seconds}${fraction}`;
   const offsetMinutes = zoneOffsetMinutes(codes, zoneAt, text.length);
-  const fraction = hasSeconds ? text.slice(19, zoneAt) : "";
   // Date arithmetic handles day, month and year rollover; setUTCFullYear keeps years 0-99 literal.
   const instant = new Date(0);
   instant.setUTCFullYear(Number(text.slice(0, 4)), Number(text.slice(5, 7)) - 1, Number(text.slice(8, 10)));
-  instant.setUTCHours(
-    Number(text.slice(11, 13)),
-    Number(text.slice(14, 16)) - offsetMinutes,
-    hasSeconds ? Number(text.slice(17, 19)) : 0,
-    0,
+  instant.setUTCHours(Number(text.slice(11, 13)), Number(text.slice(14, 16)) - offsetMinutes, Number(seconds), 0);
+  const year = instant.getUTCFullYear();
+  // A zone can carry year 0000 back to -0001 (or 9999 on to 10000): written with its sign, as SQLite cannot.
+  const yearText = year < 0 ? `-${pad(-year, 4)}` : pad(year, 4);
+  return (
+    `${yearText}-${pad(instant.getUTCMonth() + 1, 2)}-${pad(instant.getUTCDate(), 2)} ` +
+    `${pad(instant.getUTCHours(), 2)}:${pad(instant.getUTCMinutes(), 2)}:${seconds}${fraction}`
   );
-  return `${instant.toISOString().slice(0, -5)}${fraction}Z`;
+}
+
+function pad(value: number, digits: number): string {
+  return String(value).padStart(digits, "0");
+}
+
+/** The fraction `text[from, to)` (a `.` and digits, or nothing) without its trailing zeros: `.500` is `.5`, `.000` nothing. */
+function significantFraction(text: string, from: number, to: number): string {
+  let end = to;
+  while (end > from + 1 && text.charCodeAt(end - 1) === ZERO) end--;
+  return end > from + 1 ? text.slice(from, end) : "";
 }
 
 function zoneOffsetMinutes(codes: CharCodes, zoneAt: number, end: number): number {

@@ -31,7 +31,7 @@ export interface ReadVersion {
 }
 
 /** Raised when what a key means changes (a new result format, say), so older results are no longer found. */
-const KEY_FORMAT = "dqs-reuse-1";
+const KEY_FORMAT = "dqs-reuse-2";
 
 /**
  * Functions whose value does not follow from the query and its data: the

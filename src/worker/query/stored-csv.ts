@@ -16,7 +16,8 @@ export type LoadGuard = (bytesSoFar: number) => string | null;
 
 /**
  * Streams a stored CSV (gzip decoded, header skipped) to `onRow`, one array
- * of fields per record; `onRow` returning false ends the reading there. The
+ * of fields per record, null for an unquoted empty field (NULL; a quoted
+ * `""` is the empty string); `onRow` returning false ends the reading there. The
  * file was checked at upload, so a field that does not convert later is a
  * bug, not a user error. Storage errors are thrown as TransientError;
  * anything else wrong with the file comes back as a message. `afterChunk`
@@ -27,7 +28,7 @@ export function readStoredCsv(
   stream: ReadableStream<Uint8Array>,
   what: { name: string; layout: Pick<TableLayout, "delimiter" | "header"> },
   guard: LoadGuard,
-  onRow: (row: string[]) => void | boolean,
+  onRow: (row: (string | null)[]) => void | boolean,
   afterChunk?: () => Promise<void>,
 ): Promise<LoadProgress> {
   return readRows(stream, what, guard, { onRow }, afterChunk);
@@ -52,7 +53,7 @@ async function readRows(
   stream: ReadableStream<Uint8Array>,
   what: { name: string; layout: Pick<TableLayout, "delimiter" | "header"> },
   guard: LoadGuard,
-  to: { onRow: (row: string[]) => void | boolean } | { onSpans: (row: RowSpans) => void },
+  to: { onRow: (row: (string | null)[]) => void | boolean } | { onSpans: (row: RowSpans) => void },
   afterChunk?: () => Promise<void>,
 ): Promise<LoadProgress> {
   const storageFailure = (error: unknown) =>
@@ -94,7 +95,14 @@ async function readRows(
     };
     return {
       takeSpans,
-      takeRows: (batch: RowBatch) => batch.rows.every((fields) => takeSpans(stringRow.fill(fields))),
+      takeRows: (batch: RowBatch) => {
+        const quotedEmpty = batch.quotedEmpty ?? [];
+        let next = 0;
+        return batch.rows.every((fields, index) => {
+          const quoted = quotedEmpty[next]?.row === index ? quotedEmpty[next++]!.fields : undefined;
+          return takeSpans(stringRow.fill(fields, quoted));
+        });
+      },
     };
   }
 
@@ -105,13 +113,16 @@ async function readRows(
       return `a row of ${what.name} is longer than ${MAX_ROW_CHARS} characters`;
     }
     if (!("onRow" in to)) return null;
-    for (const row of read.rows) {
+    const quotedEmpty = read.quotedEmpty ?? [];
+    let nextQuoted = 0;
+    for (let index = 0; index < read.rows.length; index++) {
+      const quoted = quotedEmpty[nextQuoted]?.row === index ? quotedEmpty[nextQuoted++]!.fields : undefined;
       if (skipHeader) {
         skipHeader = false;
         continue;
       }
       rows++;
-      if (to.onRow(row) === false) {
+      if (to.onRow(withNulls(read.rows[index]!, quoted)) === false) {
         enough = true;
         break;
       }
@@ -144,4 +155,16 @@ async function readRows(
   } finally {
     if (!finished) await bytes.cancel();
   }
+}
+
+/** `fields` with each empty one that was not written `""` (`quotedEmpty`: ascending indexes) made null, in place. */
+function withNulls(fields: string[], quotedEmpty: readonly number[] | undefined): (string | null)[] {
+  const row: (string | null)[] = fields;
+  let next = 0;
+  for (let index = 0; index < row.length; index++) {
+    if (row[index] !== "") continue;
+    while (quotedEmpty !== undefined && quotedEmpty[next]! < index) next++;
+    if (quotedEmpty?.[next] !== index) row[index] = null;
+  }
+  return row;
 }

@@ -126,8 +126,8 @@ describe("estimateImageBytes", () => {
   });
 });
 
-/** Builds one column's image from fields as they appear in the file. */
-async function imageOf(type: DataTypeName, fields: string[]): Promise<Uint8Array> {
+/** Builds one column's image from fields as the reader gives them: null for an unquoted empty one, "" for `""`. */
+async function imageOf(type: DataTypeName, fields: (string | null)[]): Promise<Uint8Array> {
   const builder = new ColumnImageBuilder((await sqliteInstance()).sql, type);
   for (const field of fields) builder.add(field);
   return builder.finish();
@@ -194,15 +194,22 @@ describe("ColumnImageBuilder", () => {
     expect(records[0]!.slice(0, 7)).toEqual([1n, 0n, 1n, 0n, null, 1n, 0n]);
   });
 
-  it("should store text as it is, dates and timestamps in their canonical form", async () => {
-    const strings = ["a", "", "ünï ✓", "with,comma", "multi\nline", 'say "hi"'];
+  it("should store text as it is, the empty string apart from NULL, dates and timestamps in their canonical form", async () => {
+    const strings = ["a", null, "", "ünï ✓", "with,comma", "multi\nline", 'say "hi"'];
     const texts = await recordsOf(await imageOf("STRING", strings));
-    const dates = await recordsOf(await imageOf("DATE", ["2024-02-29", ""]));
-    const stamps = await recordsOf(await imageOf("TIMESTAMP", ["2024-01-02T03:04:05Z", "2024-01-02 03:04"]));
+    const dates = await recordsOf(await imageOf("DATE", ["2024-02-29", null, ""]));
+    const stamps = await recordsOf(
+      await imageOf("TIMESTAMP", ["2024-01-02T03:04:05Z", "2024-01-02 03:04", "2024-01-02T03:04:05.50+01:00", ""]),
+    );
 
-    expect(texts[0]!.slice(0, strings.length)).toEqual(["a", null, "ünï ✓", "with,comma", "multi\nline", 'say "hi"']);
-    expect(dates[0]!.slice(0, 2)).toEqual(["2024-02-29", null]);
-    expect(stamps[0]!.slice(0, 2)).toEqual(["2024-01-02T03:04:05Z", "2024-01-02T03:04:00"]);
+    expect(texts[0]!.slice(0, strings.length)).toEqual(strings);
+    expect(dates[0]!.slice(0, 3)).toEqual(["2024-02-29", null, null]);
+    expect(stamps[0]!.slice(0, 4)).toEqual([
+      "2024-01-02 03:04:05",
+      "2024-01-02 03:04:00",
+      "2024-01-02 02:04:05.5",
+      null,
+    ]);
   });
 
   it.each([

@@ -79,7 +79,7 @@ async function build(
           return `building the column images needs more than the memory budget of ${memoryBudgetBytes} bytes (held ${now})`;
         },
         (row) => {
-          for (let j = 0; j < current.length; j++) builders[j]!.add(row[current[j]!] ?? "");
+          for (let j = 0; j < current.length; j++) builders[j]!.add(row[current[j]!] ?? null);
         },
       );
       // The estimate was off: the same columns again, in two passes.

@@ -75,8 +75,8 @@ export class ColumnImageBuilder {
     }
   }
 
-  /** Adds the next value of the column, as it appears in the file. */
-  add(field: string): void {
+  /** Adds the next value of the column, as it appears in the file (null: an unquoted empty field). */
+  add(field: string | null): void {
     this.values[this.filled++] = toSqlValue(this.type, field) as string | number | null;
     if (this.filled === VALUES_PER_RECORD) this.flush();
   }

@@ -39,7 +39,7 @@ export async function loadTable(
   try {
     const loaded = await readStoredCsv(stream, { name: table.name, layout: table.layout }, guard, (row) => {
       if (inTransaction === 0) db.run("BEGIN");
-      for (let i = 0; i < positions.length; i++) values[i] = toSqlValue(types[i]!, row[positions[i]!] ?? "");
+      for (let i = 0; i < positions.length; i++) values[i] = toSqlValue(types[i]!, row[positions[i]!] ?? null);
       insert.run(values as (string | number | null)[]);
       if (++inTransaction === ROWS_PER_TRANSACTION) {
         db.run("COMMIT");

@@ -61,7 +61,7 @@ export async function firstRows(
     () => null,
     (row) => {
       rows.push(
-        positions.length === 0 ? [null] : positions.map((position, i) => toSqlValue(types[i]!, row[position] ?? "")),
+        positions.length === 0 ? [null] : positions.map((position, i) => toSqlValue(types[i]!, row[position] ?? null)),
       );
       return rows.length < count;
     },

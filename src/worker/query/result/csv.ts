@@ -25,7 +25,7 @@ function hex(blob: Uint8Array): string {
 }
 const FLUSH_CHARS = 64 * 1024;
 
-/** One CSV field (RFC 4180): quoted only when it must be; NULL is an empty field. */
+/** One CSV field (RFC 4180): quoted only when it must be; NULL is an empty field, the empty string `""` (as PostgreSQL writes them). */
 export function csvField(value: unknown, storage: StorageClass): string {
   switch (storage) {
     case StorageClass.Null:
@@ -41,6 +41,7 @@ export function csvField(value: unknown, storage: StorageClass): string {
       return hex(value as Uint8Array);
     case StorageClass.Text: {
       const text = value as string;
+      if (text === "") return '""';
       return NEEDS_QUOTES.test(text) ? `"${text.replace(/"/g, '""')}"` : text;
     }
   }

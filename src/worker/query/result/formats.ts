@@ -68,7 +68,7 @@ function ndjsonEncoder({ names, types }: FileColumns): Encoder {
     batchRows: 1,
     row(row) {
       let line = "{";
-      for (let i = 0; i < keys.length; i++) line += keys[i] + jsonText(row.field(i), types[i]!);
+      for (let i = 0; i < keys.length; i++) line += keys[i] + jsonText(row.value(i), types[i]!);
       text += line + "}\n";
     },
     flush() {
@@ -144,10 +144,11 @@ class BatchColumn {
     }
   }
 
-  add(text: string): void {
+  /** Adds the next value: null is NULL, "" the empty string (a STRING column's only). */
+  add(text: string | null): void {
     if (this.length === this.capacity) this.grow(Math.max(FIRST_CAPACITY, 2 * this.capacity));
     const r = this.length++;
-    if (text === "") {
+    if (text === null) {
       // NULL: no value, except that a text value's offset must still be given.
       this.nullCount++;
       if (isText(this.type)) this.addText("");
@@ -303,8 +304,9 @@ const isText = (type: DataTypeName) => type !== "INTEGER" && type !== "DOUBLE" &
 /**
  * Parquet (hyparquet-writer), all columns nullable: INTEGER as INT64, DOUBLE,
  * BOOLEAN, DATE as INT32 DATE, STRING and TIMESTAMP as UTF-8 text (a TIMESTAMP
- * column may hold both UTC and zoneless values, which no one Parquet timestamp
- * type holds); one row group per batch.
+ * keeps its stored text, up to nine fraction digits over years 0000-9999:
+ * microseconds would cut the digits, nanoseconds cannot reach before 1677);
+ * one row group per batch.
  */
 function parquetEncoder({ names, types }: FileColumns): Encoder {
   const schema: SchemaElement[] = [
@@ -352,7 +354,7 @@ function columnBatches(
   return {
     batchRows: BATCH_ROWS,
     row(row) {
-      for (let i = 0; i < columns.length; i++) columns[i]!.add(row.field(i));
+      for (let i = 0; i < columns.length; i++) columns[i]!.add(row.value(i));
       rows++;
     },
     flush() {

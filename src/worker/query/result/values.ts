@@ -10,13 +10,14 @@ export type NativeValue = string | number | bigint | boolean | null;
  * Both read a field of the result CSV by its column's type (writer.ts types a
  * column INTEGER or DOUBLE only when every value was one, and BOOLEAN, DATE or
  * TIMESTAMP only when every value is in that type's stored form: 1/0, ISO
- * text). The CSV writes NULL as an empty field, and so does it an empty
- * string: both read as null.
+ * text). The CSV writes NULL as an empty field and the empty string as `""`,
+ * which the reader gives as null and "" (stored-csv.ts); an empty string only
+ * ever comes in a STRING column, whose values are not converted.
  */
 
 /** INTEGER beyond ±(2^53 − 1) and a DOUBLE that is not finite stay strings, as JSON numbers cannot hold them. */
-export function jsonValue(text: string, type: DataTypeName): JsonValue {
-  if (text === "") return null;
+export function jsonValue(text: string | null, type: DataTypeName): JsonValue {
+  if (text === null) return null;
   switch (type) {
     case "INTEGER": {
       const n = Number(text);
@@ -34,13 +35,13 @@ export function jsonValue(text: string, type: DataTypeName): JsonValue {
 }
 
 /** jsonValue's JSON text, without JSON.stringify's cost for a number, a boolean or null (their String is their JSON). */
-export function jsonText(text: string, type: DataTypeName): string {
+export function jsonText(text: string | null, type: DataTypeName): string {
   const value = jsonValue(text, type);
   return typeof value === "string" ? JSON.stringify(value) : String(value);
 }
 
-export function nativeValue(text: string, type: DataTypeName): NativeValue {
-  if (text === "") return null;
+export function nativeValue(text: string | null, type: DataTypeName): NativeValue {
+  if (text === null) return null;
   switch (type) {
     case "INTEGER":
       return BigInt(text);

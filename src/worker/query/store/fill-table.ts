@@ -35,11 +35,11 @@ export async function fillTable(
   const { positions, types, definitions } = selectColumns(source.layout, wanted);
   store.sql.exec(`CREATE TABLE ${quoteIdentifier(table)} (${definitions.join(", ")})`);
   const inserts = new InsertBatcher(store, `INSERT INTO ${quoteIdentifier(table)} VALUES `);
-  const tupleOf = (row: string[], maxLiteralChars: number, bound: unknown[]): string => {
+  const tupleOf = (row: (string | null)[], maxLiteralChars: number, bound: unknown[]): string => {
     let tuple = "(";
     for (let i = 0; i < positions.length; i++) {
       if (i > 0) tuple += ",";
-      tuple += literal(toSqlValue(types[i]!, row[positions[i]!] ?? ""), bound, maxLiteralChars);
+      tuple += literal(toSqlValue(types[i]!, row[positions[i]!] ?? null), bound, maxLiteralChars);
     }
     return tuple + ")";
   };
