@@ -1,7 +1,6 @@
-import Papa from "papaparse";
 import type { DataSchema, ResultRowsPage } from "./types";
 
-/** A value of a result row: typed by the result schema; an empty field is null (the result CSV writes NULL so). */
+/** A value of a result row: typed by the result schema; NULL is null, the empty string "". */
 export type Value = string | number | bigint | boolean | null;
 
 /** A result row, by column name (a repeated name gets `_2`, `_3`, as uploads do). */
@@ -23,25 +22,74 @@ export function columnsOf(schema: DataSchema): ResultColumn[] {
 
 /**
  * Parses a result CSV (header row, `\n` line ends, RFC 4180 quoting) into
- * rows, converting each field by its column's type. Only the line end after
- * the last row is dropped: an empty line is a row whose one field is NULL.
+ * rows, converting each field by its column's type: an empty field is NULL,
+ * `""` the empty string. Only the line end after the last row is dropped:
+ * an empty line is a row whose one field is NULL.
  */
 export function parseResultCsv(text: string, columns: ResultColumn[]): { names: string[]; rows: Row[] } {
-  const parsed = Papa.parse<string[]>(text, { header: false, skipEmptyLines: false });
-  const lines = parsed.data;
-  if (text.endsWith("\n") && lines.length > 0 && lines[lines.length - 1]!.length === 1 && lines.at(-1)![0] === "")
-    lines.pop();
-  const [header = [], ...records] = lines;
-  const names = uniqueNames(header);
+  const [header = [], ...records] = csvRecords(text);
+  const names = uniqueNames(header.map((name) => name ?? ""));
   const types = names.map((_, i) => columns[i]?.type ?? "STRING");
   const rows = records.map((fields) => {
     const row: Row = {};
     names.forEach((name, i) => {
-      row[name] = convert(fields[i] ?? "", types[i]!);
+      row[name] = convert(fields[i] ?? null, types[i]!);
     });
     return row;
   });
   return { names, rows };
+}
+
+const QUOTE = 0x22;
+const COMMA = 0x2c;
+const LINE_FEED = 0x0a;
+
+/**
+ * The records of a CSV as the service writes results (`,`, `\n`, RFC 4180
+ * quoting), each field its text, or null when it is empty and unquoted.
+ * Read here rather than by papaparse, whose fields cannot tell `""` from an
+ * empty field. A line end at the very end closes the last record.
+ */
+function csvRecords(text: string): (string | null)[][] {
+  const records: (string | null)[][] = [];
+  if (text === "") return records;
+  let record: (string | null)[] = [];
+  let at = 0;
+  for (;;) {
+    let value: string | null = null;
+    if (text.charCodeAt(at) === QUOTE) {
+      value = "";
+      let from = at + 1;
+      for (;;) {
+        const close = text.indexOf('"', from);
+        if (close < 0) {
+          value += text.slice(from);
+          at = text.length;
+          break;
+        }
+        value += text.slice(from, close);
+        at = close + 1;
+        if (text.charCodeAt(at) !== QUOTE) break;
+        value += '"';
+        from = at + 1;
+      }
+    }
+    // Unquoted text, or anything after a closing quote up to the field's end, is taken as written.
+    let end = at;
+    while (end < text.length && text.charCodeAt(end) !== COMMA && text.charCodeAt(end) !== LINE_FEED) end++;
+    if (end > at) value = (value ?? "") + text.slice(at, end);
+    record.push(value);
+    at = end;
+    if (at >= text.length) break;
+    at++;
+    if (text.charCodeAt(at - 1) === LINE_FEED) {
+      records.push(record);
+      record = [];
+      if (at >= text.length) return records;
+    }
+  }
+  records.push(record);
+  return records;
 }
 
 /**
@@ -115,9 +163,9 @@ function uniqueNames(header: string[]): string[] {
   });
 }
 
-/** One CSV field as its column's type. INTEGER beyond 2^53 stays exact as a bigint. */
-export function convert(field: string, type: string): Value {
-  if (field === "") return null;
+/** One field as its column's type: null stays NULL, "" the empty string. INTEGER beyond 2^53 stays exact as a bigint. */
+export function convert(field: string | null, type: string): Value {
+  if (field === null || field === "") return field;
   switch (type) {
     case "INTEGER": {
       if (!/^-?\d+$/.test(field)) return field;

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { convert, filenameOf, parseResultCsv, readCsvHead, tokenSetFromWire } from "../../src/sdk";
+import { convert, filenameOf, parseResultCsv, readCsvHead, rowsOfPage, tokenSetFromWire } from "../../src/sdk";
 
 describe("parseResultCsv", () => {
   it("should keep a row whose only field is NULL, and drop only the final line end", () => {
@@ -15,6 +15,19 @@ describe("parseResultCsv", () => {
     ]);
 
     expect(rows).toEqual([{ s: 'a, "b"', t: "x\ny" }]);
+  });
+
+  it('should read an empty field as NULL and "" as the empty string, in any column and at the end of a line', () => {
+    const { rows } = parseResultCsv('s,t\n"",\n,""\n"a""",""\n', [
+      { name: "s", type: "STRING" },
+      { name: "t", type: "STRING" },
+    ]);
+
+    expect(rows).toEqual([
+      { s: "", t: null },
+      { s: null, t: "" },
+      { s: 'a"', t: "" },
+    ]);
   });
 
   it("should rename repeated column names with _2, _3", () => {
@@ -91,7 +104,9 @@ describe("convert", () => {
     ["0", "BOOLEAN", false],
     ["2024-01-02", "DATE", "2024-01-02"],
     ["007", "STRING", "007"],
-    ["", "STRING", null],
+    ["", "STRING", ""],
+    [null, "STRING", null],
+    [null, "INTEGER", null],
   ])("should read %j as %s", (field, type, value) => {
     expect(convert(field, type)).toEqual(value);
   });
@@ -120,5 +135,18 @@ describe("tokenSetFromWire", () => {
 
     expect(tokens.accessTokenExpiresAt.toISOString()).toBe("2026-11-22T08:00:00.000Z");
     expect(tokens.refreshTokenExpiresAt.toISOString()).toBe("2027-01-06T07:00:00.000Z");
+  });
+});
+
+describe("rowsOfPage", () => {
+  it('should keep the empty string "" apart from NULL', () => {
+    const { rows } = rowsOfPage({
+      Columns: [{ Name: "s", DataType: "STRING" }],
+      Rows: [[""], [null], ["x"]],
+      RowCount: 3,
+      NextCursor: null,
+    });
+
+    expect(rows).toEqual([{ s: "" }, { s: null }, { s: "x" }]);
   });
 });

@@ -91,9 +91,13 @@ export function valueText(value: Value, type: string): string {
   return typeof value === "bigint" ? value.toString() : String(value);
 }
 
-/** The rows in the given order as CSV, written as the service writes a result (NULL as an empty field, `\n` ends). */
+/** The rows in the given order as CSV, written as the service writes a result (NULL as an empty field, the empty string `""`, `\n` ends). */
 export function toCsv(result: ResultData, order: number[]): string {
   const types = result.columns.map((column) => column.type);
-  const rows = order.map((i) => result.rows[i]!.map((value, c) => (value === null ? "" : valueText(value, types[c]!))));
-  return `${Papa.unparse({ fields: result.columns.map((column) => column.name), data: rows }, { newline: "\n" })}\n`;
+  const rows = order.map((i) =>
+    result.rows[i]!.map((value, c) => (value === null ? null : valueText(value, types[c]!))),
+  );
+  // papaparse writes null as an empty field; only the empty string needs quotes to stay one.
+  const quotes = (value: unknown) => value === "";
+  return `${Papa.unparse({ fields: result.columns.map((column) => column.name), data: rows }, { newline: "\n", quotes })}\n`;
 }
