@@ -1523,7 +1523,7 @@ export interface paths {
         };
         /**
          * Download the result (CSV, or NDJSON, Parquet or Arrow)
-         * @description Redirects to a short-lived signed URL of the result CSV (header row, UTF-8, \n line ends, RFC 4180 quoting, NULL as an empty field), or with `format` (experimental) of the result in that format, made from the CSV when first asked for and kept until the result expires: `ndjson` (one JSON object per row, keyed by column name, values as results/rows types them), `parquet` or `arrow` (Arrow IPC file), whose columns carry the result's types (INTEGER as 64-bit integers, DOUBLE as 64-bit floats, BOOLEAN, DATE, STRING and TIMESTAMP as UTF-8 text, all nullable). Columns whose names repeat are named as an upload names them (`_2`, `_3`).
+         * @description Redirects to a short-lived signed URL of the result CSV (header row, UTF-8, \n line ends, RFC 4180 quoting, NULL as an empty field and the empty string as ""), or with `format` (experimental) of the result in that format, made from the CSV when first asked for and kept until the result expires: `ndjson` (one JSON object per row, keyed by column name, values as results/rows types them), `parquet` or `arrow` (Arrow IPC file), whose columns carry the result's types (INTEGER as 64-bit integers, DOUBLE as 64-bit floats, BOOLEAN, DATE, STRING and TIMESTAMP as UTF-8 text, all nullable). Columns whose names repeat are named as an upload names them (`_2`, `_3`).
          */
         get: {
             parameters: {
@@ -2165,7 +2165,7 @@ export interface components {
             ForceGenerateTableDefinition?: "true" | "false";
             /**
              * Format: binary
-             * @description CSV file, possibly gzipped
+             * @description CSV file, possibly gzipped. An unquoted empty field is NULL; a quoted "" is the empty string in a STRING column and NULL in any other. TIMESTAMP values (T or a space, optional zone) are stored in UTC as YYYY-MM-DD HH:MM:SS[.fff]
              */
             Data?: string;
         };
@@ -2294,7 +2294,7 @@ export interface components {
                 /** @example INTEGER */
                 DataType: string;
             }[];
-            /** @description The rows of this page, each an array in column order. INTEGER and DOUBLE values are JSON numbers, but an INTEGER beyond ±(2^53 − 1) (and an infinite DOUBLE) is a string, exact; BOOLEAN is true or false; DATE and TIMESTAMP are their ISO 8601 text; NULL is null (the result CSV cannot tell an empty string from NULL, so an empty string is null too) */
+            /** @description The rows of this page, each an array in column order. INTEGER and DOUBLE values are JSON numbers, but an INTEGER beyond ±(2^53 − 1) (and an infinite DOUBLE) is a string, exact; BOOLEAN is true or false; DATE is YYYY-MM-DD and TIMESTAMP YYYY-MM-DD HH:MM:SS[.fff] in UTC (as stored); NULL is null and the empty string "" */
             Rows: (string | number | boolean | null)[][];
             /** @description Rows in the whole result */
             RowCount: number;

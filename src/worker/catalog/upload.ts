@@ -31,6 +31,8 @@ export type UploadOutcome =
       rowCount: number;
       size: number;
       columns: number;
+      /** The names of the TIMESTAMP columns, whose stored form the upload's message gives. */
+      timestampColumns: string[];
       deliveryType: "RAW" | "GZIP";
       delimiter: string;
       /** What the uploader should know about how the file was read (ingest/upload-notes.ts). */
@@ -157,6 +159,9 @@ export async function uploadDataItem(
     rowCount: ingest.rowCount,
     size,
     columns: ingest.columns.length,
+    timestampColumns: ingest.columns
+      .filter((column) => column.DataType.DataType === "TIMESTAMP")
+      .map((column) => column.Name),
     deliveryType: ingest.deliveryType,
     delimiter: ingest.delimiter,
     warnings: ingest.warnings,

@@ -136,7 +136,12 @@ export const DataUploadRequest = z
       .enum(["true", "false"])
       .optional()
       .openapi({ description: "true: generate the TableDefinition from the file even if Schema has one" }),
-    Data: z.any().openapi({ type: "string", format: "binary", description: "CSV file, possibly gzipped" }),
+    Data: z.any().openapi({
+      type: "string",
+      format: "binary",
+      description:
+        'CSV file, possibly gzipped. An unquoted empty field is NULL; a quoted "" is the empty string in a STRING column and NULL in any other. TIMESTAMP values (T or a space, optional zone) are stored in UTC as YYYY-MM-DD HH:MM:SS[.fff]',
+    }),
   })
   .openapi("DataUploadRequest");
 
@@ -224,7 +229,7 @@ const ResultRows = z
       .openapi({ description: "The result's columns, in order, typed as its schema says" }),
     Rows: z.array(z.array(z.union([z.string(), z.number(), z.boolean(), z.null()]))).openapi({
       description:
-        "The rows of this page, each an array in column order. INTEGER and DOUBLE values are JSON numbers, but an INTEGER beyond ±(2^53 − 1) (and an infinite DOUBLE) is a string, exact; BOOLEAN is true or false; DATE and TIMESTAMP are their ISO 8601 text; NULL is null (the result CSV cannot tell an empty string from NULL, so an empty string is null too)",
+        'The rows of this page, each an array in column order. INTEGER and DOUBLE values are JSON numbers, but an INTEGER beyond ±(2^53 − 1) (and an infinite DOUBLE) is a string, exact; BOOLEAN is true or false; DATE is YYYY-MM-DD and TIMESTAMP YYYY-MM-DD HH:MM:SS[.fff] in UTC (as stored); NULL is null and the empty string ""',
     }),
     RowCount: z.number().int().openapi({ description: "Rows in the whole result" }),
     NextCursor: z

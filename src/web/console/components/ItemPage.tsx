@@ -21,6 +21,7 @@ export function ItemPage(props: { account: string; dataset: string; item: string
   const canWrite = entry?.Access === "owner" || entry?.Access === "write";
   const [storage, setStorage] = useState<DataStorage | null>(null);
   const [columns, setColumns] = useState<DeclaredColumn[] | null>(null);
+  const [storedAs, setStoredAs] = useState<Map<string, string>>(new Map());
   const [preview, setPreview] = useState<ResultData | null>(null);
   const [previewError, setPreviewError] = useState<string | null>(null);
   const [error, setError] = useState<string | null>(null);
@@ -40,6 +41,7 @@ export function ItemPage(props: { account: string; dataset: string; item: string
       ([stored, schema]) => {
         setStorage(stored.Data);
         setColumns(storedColumns(schema.Data.Schema));
+        setStoredAs(storedForms(schema.Data.Schema));
       },
       (caught) => setError(messageOf(caught)),
     );
@@ -176,6 +178,13 @@ export function ItemPage(props: { account: string; dataset: string; item: string
                     <th scope="row">{column.name}</th>
                     <td>
                       <span class="col-type">{column.type}</span>
+                      {storedAs.has(column.name) && (
+                        <small class="stored-as">
+                          {" "}
+                          stored as <code>{storedAs.get(column.name)}</code>
+                          {column.type === "TIMESTAMP" ? " (UTC)" : ""}
+                        </small>
+                      )}
                     </td>
                     <td>{column.nullable ? "yes" : "no"}</td>
                   </tr>
@@ -193,4 +202,17 @@ export function ItemPage(props: { account: string; dataset: string; item: string
       </section>
     </>
   );
+}
+
+/** How the service stores each column's values where that differs from the file (DataTypeOptions.StoredAs), by name. */
+function storedForms(schema: string): Map<string, string> {
+  const parsed = JSON.parse(schema) as {
+    TableDefinition?: { Columns: { Name: string; DataType: { DataTypeOptions?: { StoredAs?: string } } }[] };
+  };
+  const forms = new Map<string, string>();
+  for (const column of parsed.TableDefinition?.Columns ?? []) {
+    const form = column.DataType.DataTypeOptions?.StoredAs;
+    if (form) forms.set(column.Name, form);
+  }
+  return forms;
 }

@@ -186,7 +186,7 @@ queryRoutes.openapi(
     tags: ["query"],
     summary: "Download the result (CSV, or NDJSON, Parquet or Arrow)",
     description:
-      "Redirects to a short-lived signed URL of the result CSV (header row, UTF-8, \\n line ends, RFC 4180 quoting, NULL as an empty field), or with `format` (experimental) of the result in that format, made from the CSV when first asked for and kept until the result expires: `ndjson` (one JSON object per row, keyed by column name, values as results/rows types them), `parquet` or `arrow` (Arrow IPC file), whose columns carry the result's types (INTEGER as 64-bit integers, DOUBLE as 64-bit floats, BOOLEAN, DATE, STRING and TIMESTAMP as UTF-8 text, all nullable). Columns whose names repeat are named as an upload names them (`_2`, `_3`).",
+      'Redirects to a short-lived signed URL of the result CSV (header row, UTF-8, \\n line ends, RFC 4180 quoting, NULL as an empty field and the empty string as ""), or with `format` (experimental) of the result in that format, made from the CSV when first asked for and kept until the result expires: `ndjson` (one JSON object per row, keyed by column name, values as results/rows types them), `parquet` or `arrow` (Arrow IPC file), whose columns carry the result\'s types (INTEGER as 64-bit integers, DOUBLE as 64-bit floats, BOOLEAN, DATE, STRING and TIMESTAMP as UTF-8 text, all nullable). Columns whose names repeat are named as an upload names them (`_2`, `_3`).',
     ...authenticated,
     request: {
       params: QueryParams,

@@ -16,6 +16,7 @@ import {
   jsonResponse,
   withData,
 } from "../schemas";
+import { STORED_AS } from "../../ingest/value-types";
 import { plural } from "../../util/text";
 
 export const uploadRoute = createRouter();
@@ -84,10 +85,18 @@ uploadRoute.post("/data/:AccountName/:DatasetName/:DataName", requireAuth, async
     {
       ...envelope(
         200,
-        `Registered ${AccountName}/${DatasetName}/${DataName}: ${plural(outcome.rowCount, "row")}, ${plural(outcome.columns, "column")}${delimiter}, ${plural(outcome.size, "byte")}${outcome.deliveryType === "GZIP" ? " (gzip)" : ""}.${warnings}`,
+        `Registered ${AccountName}/${DatasetName}/${DataName}: ${plural(outcome.rowCount, "row")}, ${plural(outcome.columns, "column")}${delimiter}, ${plural(outcome.size, "byte")}${outcome.deliveryType === "GZIP" ? " (gzip)" : ""}.${timestampNote(outcome.timestampColumns)}${warnings}`,
       ),
       Data: { Warnings: outcome.warnings },
     },
     200,
   );
 });
+
+// Said at once because queries compare with the stored text, not the file's (which may have a T or a zone).
+function timestampNote(columns: readonly string[]): string {
+  if (columns.length === 0) return "";
+  const named =
+    columns.length <= 3 ? columns.join(", ") : `${columns.slice(0, 3).join(", ")} and ${columns.length - 3} more`;
+  return ` TIMESTAMP values (${named}) are stored in UTC as ${STORED_AS.TIMESTAMP}.`;
+}
