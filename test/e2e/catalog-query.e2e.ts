@@ -208,7 +208,7 @@ describe("queries against wrangler dev, reading column images", () => {
         method: "POST",
         headers: { "content-type": "application/json", prefer: "wait=20" },
         body: JSON.stringify({
-          Sql: `SELECT name, at FROM \`${ACCOUNT}.sales.${name}\` WHERE at >= '2024-03-01T18:07:14' ORDER BY id`,
+          Sql: `SELECT name, at FROM \`${ACCOUNT}.sales.${name}\` WHERE at >= '2024-03-01 18:07:14' ORDER BY id`,
         }),
       });
       const queryId = String((await envelope(submitted)).Data?.QueryId);
@@ -219,13 +219,13 @@ describe("queries against wrangler dev, reading column images", () => {
       });
       const redirect = await service.api(`/v1/query/${queryId}/results/rawdata`);
       const result = await (await fetch(redirect.headers.get("location")!)).text();
-      expect(result).toBe('name,at\n"Smith, J",2024-03-01T18:07:14\nZoë,2024-03-02T09:00:00\n');
+      expect(result).toBe('name,at\n"Smith, J",2024-03-01 18:07:14\nZoë,2024-03-02 09:00:00\n');
       const resultSchema = JSON.parse(
         String((await envelope(await service.api(`/v1/query/${queryId}/results/metadata/schema`))).Data?.Schema),
       ) as { TableDefinition: { Columns: { DataType: { DataType: string; DataTypeOptions: unknown } }[] } };
       expect(resultSchema.TableDefinition.Columns.map((c) => c.DataType)).toEqual([
         { DataType: "STRING", DataTypeOptions: { Nullable: true } },
-        { DataType: "TIMESTAMP", DataTypeOptions: { Nullable: true, StoredAs: "YYYY-MM-DDTHH:MM:SS[.fff][Z]" } },
+        { DataType: "TIMESTAMP", DataTypeOptions: { Nullable: true, StoredAs: "YYYY-MM-DD HH:MM:SS[.fff]" } },
       ]);
     }
   });

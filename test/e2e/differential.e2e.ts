@@ -24,7 +24,11 @@ function generateFacts(rows: number): string {
   for (let id = 1; id <= rows; id++) {
     const pick = <T>(items: T[]) => items[Math.floor(random() * items.length)]!;
     const day = new Date(Date.UTC(2024, 0, 1) + Math.floor(random() * 366) * 86_400_000);
-    const ts = new Date(day.getTime() + Math.floor(random() * 86_400) * 1000).toISOString().replace(".000Z", "Z");
+    // Written as most exports write it (a space, no zone), which is also how dqs stores a TIMESTAMP.
+    const ts = new Date(day.getTime() + Math.floor(random() * 86_400) * 1000)
+      .toISOString()
+      .slice(0, 19)
+      .replace("T", " ");
     const amount = random() < 0.05 ? "" : (random() * 2000 - 500).toFixed(2);
     const note = pick(["plain", "a, b", 'quote "q"', "multi\nline", "", "ünï", "LIKE abc here"]);
     const ok = random() < 0.1 ? "" : pick(["true", "false", "1", "0"]);
@@ -53,7 +57,8 @@ const QUERIES = [
   "SELECT id, amount FROM {facts} ORDER BY amount, id LIMIT 30",
   "SELECT count(*) FROM {facts} WHERE qty > (SELECT avg(qty) FROM {facts})",
   "SELECT substr(ts, 1, 7) AS month, count(*), max(ts) FROM {facts} GROUP BY month ORDER BY month",
-  "SELECT id, ts FROM {facts} WHERE ts BETWEEN '2024-03-01T00:00:00Z' AND '2024-03-03T00:00:00Z' ORDER BY ts, id",
+  "SELECT id, ts FROM {facts} WHERE ts BETWEEN '2024-03-01 00:00:00' AND '2024-03-02 23:59:59' ORDER BY ts, id",
+  "SELECT count(*), min(ts), max(ts) FROM {facts} WHERE ts >= datetime('2024-05-01') AND ts < datetime('2024-05-01', '+1 month')",
   "SELECT d.label, d.rank, count(*), round(sum(f.amount), 2) FROM {facts} f JOIN {dims} d ON d.cat = f.cat GROUP BY d.label, d.rank ORDER BY d.rank",
   "SELECT typeof(amount), typeof(qty), typeof(big), count(*) FROM {facts} GROUP BY 1, 2, 3 ORDER BY 1, 2, 3",
   "SELECT max(big), min(big), sum(big - 9007199254740993) FROM {facts}",

@@ -15,13 +15,13 @@ import { startWranglerDev, type DevServer } from "./support/wrangler-dev";
 const ACCOUNT = "e2e-results";
 const ROWS = 2500;
 
-/** Row i of the uploaded item: 64-bit integers beyond 2^53, reals, text that needs quoting, NULLs. */
+/** Row i of the uploaded item: 64-bit integers beyond 2^53, reals, text that needs quoting, NULLs, empty strings. */
 function item(i: number) {
   return {
     id: i,
     big: i % 7 === 0 ? null : (i % 2 === 0 ? 1n : -1n) * (9007199254740993n + BigInt(i)),
     ratio: i % 5 === 0 ? null : i / 8,
-    label: i % 11 === 0 ? null : i % 3 === 0 ? `say "${i}", ok` : `row ü${i}`,
+    label: i % 11 === 0 ? null : i % 13 === 0 ? "" : i % 3 === 0 ? `say "${i}", ok` : `row ü${i}`,
     ok: i % 4 === 0 ? null : i % 2 === 0,
     day: i % 6 === 0 ? null : new Date(Date.UTC(2024, 0, 1) + i * 86_400_000).toISOString().slice(0, 10),
   };
@@ -31,9 +31,11 @@ function itemCsv(): string {
   const field = (value: unknown) =>
     value === null
       ? ""
-      : typeof value === "string" && /[",]/.test(value)
-        ? `"${value.replace(/"/g, '""')}"`
-        : String(value);
+      : value === ""
+        ? '""'
+        : typeof value === "string" && /[",]/.test(value)
+          ? `"${value.replace(/"/g, '""')}"`
+          : String(value);
   const lines = ["id,big,ratio,label,ok,day"];
   for (let i = 1; i <= ROWS; i++) lines.push(Object.values(item(i)).map(field).join(","));
   return `${lines.join("\n")}\n`;
@@ -105,11 +107,15 @@ async function duckRead(sql: string): Promise<{ names: string[]; types: string[]
   };
 }
 
-/** The result CSV as DuckDB reads it with the result schema's types: the reference the other formats must match. */
+/**
+ * The result CSV as DuckDB reads it with the result schema's types: the reference the other formats must match.
+ * Read as PostgreSQL reads CSV (allow_quoted_nulls off): an empty field is NULL, `""` the empty string.
+ */
 async function csvReference(queryId: string) {
   const columns = (await client.queryResultSchema(queryId)).TableDefinition!.Columns;
   const types = columns.map((column) => `'${column.Name}': '${DUCK_TYPES[column.DataType.DataType]}'`).join(", ");
-  return duckRead(`SELECT * FROM read_csv('${await saved(queryId, "csv")}', header = true, columns = {${types}})`);
+  const path = await saved(queryId, "csv");
+  return duckRead(`SELECT * FROM read_csv('${path}', header = true, allow_quoted_nulls = false, columns = {${types}})`);
 }
 
 describe("a multi-page result", () => {
@@ -145,6 +151,8 @@ describe("a multi-page result", () => {
     expect(parquet.types).toEqual(["BIGINT", "BIGINT", "DOUBLE", "VARCHAR", "BOOLEAN", "DATE"]);
     expect(csv.types).toEqual(parquet.types);
     expect(csv.rows).toHaveLength(ROWS);
+    // Row 13's label is the empty string, row 11's NULL: the CSV and Parquet keep them apart.
+    expect([csv.rows[12]![3], csv.rows[10]![3]]).toEqual(["", null]);
     expect(parquet.rows).toEqual(csv.rows);
   });
 

@@ -26,7 +26,11 @@ function generateFacts(): string {
   const random = prng(20261123);
   const lines = ["id,ts,category,amount,qty,note"];
   for (let id = 1; id <= ROWS; id++) {
-    const ts = new Date(Date.UTC(2024, 0, 1) + Math.floor(random() * 366 * 86_400) * 1000).toISOString().slice(0, 19);
+    // A space, as dqs stores a TIMESTAMP, so the sqlite3 tool's text agrees.
+    const ts = new Date(Date.UTC(2024, 0, 1) + Math.floor(random() * 366 * 86_400) * 1000)
+      .toISOString()
+      .slice(0, 19)
+      .replace("T", " ");
     const note = Array.from({ length: 10 + Math.floor(random() * 30) }, () =>
       String.fromCharCode(97 + Math.floor(random() * 26)),
     ).join("");
