@@ -1,5 +1,6 @@
 import { consumeDeadQueries, consumeQueries, type WorkMessage } from "./query/consumer";
 import { DEAD_LETTER_QUEUES, QUEUES } from "./query/queues";
+import { withStorageRetries } from "./storage/busy-retry";
 
 const LIVE_QUEUES: ReadonlySet<string> = new Set([QUEUES.queries, QUEUES.queriesLong, QUEUES.builds]);
 
@@ -12,8 +13,9 @@ const LIVE_QUEUES: ReadonlySet<string> = new Set([QUEUES.queries, QUEUES.queries
  */
 export default {
   queue: (batch, env) => {
-    if (DEAD_LETTER_QUEUES.has(batch.queue)) return consumeDeadQueries(batch, env);
-    if (LIVE_QUEUES.has(batch.queue)) return consumeQueries(batch, env, batch.queue === QUEUES.queries);
+    const retrying = withStorageRetries(env);
+    if (DEAD_LETTER_QUEUES.has(batch.queue)) return consumeDeadQueries(batch, retrying);
+    if (LIVE_QUEUES.has(batch.queue)) return consumeQueries(batch, retrying, batch.queue === QUEUES.queries);
     throw new Error(`the engine does not consume the queue ${batch.queue}`);
   },
 } satisfies ExportedHandler<Env, WorkMessage>;

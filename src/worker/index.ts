@@ -1,5 +1,6 @@
 import { createApp } from "./http/app";
 import { runMaintenance } from "./maintenance/scheduled";
+import { withStorageRetries } from "./storage/busy-retry";
 import { WEBHOOK_QUEUE_NAME, type WebhookMessage } from "./webhooks/completion";
 import { consumeWebhooks } from "./webhooks/delivery";
 
@@ -14,10 +15,10 @@ const app = createApp();
  * hold up its timeouts). Queries run in the engine Worker (src/worker/engine.ts).
  */
 export default {
-  fetch: app.fetch,
-  scheduled: (_controller, env, ctx) => ctx.waitUntil(runMaintenance(env)),
+  fetch: (request, env, ctx) => app.fetch(request, withStorageRetries(env), ctx),
+  scheduled: (_controller, env, ctx) => ctx.waitUntil(runMaintenance(withStorageRetries(env))),
   queue: (batch, env) => {
-    if (batch.queue === WEBHOOK_QUEUE_NAME) return consumeWebhooks(batch, env);
+    if (batch.queue === WEBHOOK_QUEUE_NAME) return consumeWebhooks(batch, withStorageRetries(env));
     throw new Error(`the API Worker does not consume the queue ${batch.queue}`);
   },
 } satisfies ExportedHandler<Env, WebhookMessage>;

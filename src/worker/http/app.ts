@@ -28,6 +28,7 @@ import { queryValidateRoutes } from "./routes/query-validate";
 import { webhookSecretRoutes } from "./routes/webhook-secret";
 import { wellKnownRoutes } from "./routes/well-known";
 import { envelope } from "./schemas";
+import { isStorageBusy } from "../storage/busy-retry";
 
 /**
  * A query's body is its SQL and Parameters, each held to MAX_SQL_LENGTH
@@ -150,8 +151,8 @@ function errorResponse(error: Error, c: AppContext) {
     return c.json(envelope(error.status, message.endsWith(".") ? message : `${message}.`), error.status);
   }
   const id = c.get("requestId");
-  if (storageBusy(error)) {
-    // The local service's processes share one state; a write can find it locked for a moment (README, Limits).
+  if (isStorageBusy(error)) {
+    // The local service's processes share one state; D1 is tried again while locked (busy-retry.ts), R2 is not.
     c.header("Retry-After", "1");
     return c.json(envelope(503, `The service's storage was busy; send the request again (request id ${id}).`), 503);
   }
@@ -166,11 +167,4 @@ function errorResponse(error: Error, c: AppContext) {
     }),
   );
   return c.json(envelope(500, `Internal error; if it persists, report request id ${id}.`), 500);
-}
-
-/** SQLite's "database is locked", as D1 or R2 pass it on, here or as the cause of another error. */
-function storageBusy(error: unknown): boolean {
-  for (let e = error, depth = 0; e instanceof Error && depth < 5; e = e.cause, depth++)
-    if (/SQLITE_BUSY|database is locked/.test(e.message)) return true;
-  return false;
 }

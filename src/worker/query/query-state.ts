@@ -1,4 +1,5 @@
 import { DurableObject } from "cloudflare:workers";
+import { withStorageRetries } from "../storage/busy-retry";
 import { isoSeconds, nowSeconds } from "../util/time";
 import type { QueryLimits } from "../config";
 import { enqueueCompletion } from "../webhooks/completion";
@@ -92,6 +93,10 @@ function current(stored: LiveQuery | EarlierRecord): LiveQuery {
  * one call at a time.
  */
 export class QueryState extends DurableObject<Env> {
+  constructor(ctx: DurableObjectState, env: Env) {
+    super(ctx, withStorageRetries(env));
+  }
+
   private async load(): Promise<LiveQuery | null> {
     const stored = await this.ctx.storage.get<LiveQuery | EarlierRecord>(KEY);
     return stored ? current(stored) : null;
