@@ -204,8 +204,8 @@ describe("GET /v1/query/{QueryId}/results/rows", () => {
     expect(data.Rows).toEqual([
       ["9223372036854775807", 1.5, "x", null, "1"],
       [9007199254740991, -2, 'a,"b"\nc', null, "one"],
-      // The result CSV writes an empty string as it writes NULL, an empty field: both read as null.
-      ["-9007199254740993", 1e300, null, null, "2.5"],
+      // The result CSV writes the empty string "" and NULL an empty field: they read back apart.
+      ["-9007199254740993", 1e300, "", null, "2.5"],
       [null, null, null, null, null],
     ]);
   });
@@ -214,6 +214,15 @@ describe("GET /v1/query/{QueryId}/results/rows", () => {
     const queryId = await finishedQuery("SELECT NULL AS x UNION ALL SELECT 2 UNION ALL SELECT NULL");
 
     expect((await page(queryId)).Rows).toEqual([[null], [2], [null]]);
+  });
+
+  it('should tell a one-column result\'s empty strings ("" lines) from its NULLs (empty lines)', async () => {
+    const queryId = await finishedQuery(
+      "SELECT '' AS x UNION ALL SELECT NULL UNION ALL SELECT 'a' UNION ALL SELECT ''",
+    );
+
+    expect(await resultText(owner.accessToken, queryId)).toBe('x\n""\n\na\n""\n');
+    expect((await page(queryId)).Rows).toEqual([[""], [null], ["a"], [""]]);
   });
 
   it("should answer an empty result with its columns, no rows and no cursor", async () => {
