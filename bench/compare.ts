@@ -14,7 +14,7 @@ export interface RowOrder {
 const RELATIVE_TOLERANCE = 1e-9;
 const TIMESTAMP = /^(\d{4}-\d\d-\d\d) (\d\d:\d\d(:\d\d(\.\d+)?)?)$/;
 
-/** One spelling per value: DuckDB prints timestamps with a space where dqs and SQLite keep the ISO `T`. */
+/** One spelling per value: dqs and DuckDB print timestamps with a space where sqlite3 keeps the file's `T`. */
 function normalize(cell: string): string {
   const ts = cell.match(TIMESTAMP);
   return ts ? `${ts[1]}T${ts[2]}` : cell;
