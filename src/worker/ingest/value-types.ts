@@ -355,7 +355,7 @@ function canonicalTimestamp(text: string, codes: CharCodes): string {
   instant.setUTCFullYear(Number(text.slice(0, 4)), Number(text.slice(5, 7)) - 1, Number(text.slice(8, 10)));
   instant.setUTCHours(Number(text.slice(11, 13)), Number(text.slice(14, 16)) - offsetMinutes, Number(seconds), 0);
   const year = instant.getUTCFullYear();
-  // A zone can carry year 0000 back to -0001 (or 9999 on to 10000): written with its sign, as SQLite cannot.
+  // A zone can carry year 0000 back to -0001 (or 9999 on to 10000), past what SQLite's date functions read: kept, with its sign.
   const yearText = year < 0 ? `-${pad(-year, 4)}` : pad(year, 4);
   return (
     `${yearText}-${pad(instant.getUTCMonth() + 1, 2)}-${pad(instant.getUTCDate(), 2)} ` +
