@@ -279,7 +279,7 @@ describe("a table store that stops mid-query", () => {
     const source = new FailingStore(async () => ({
       ok: false,
       cancelled: false,
-      message: "Failed: no such column: x.",
+      message: "Failed: the store refused it.",
     }));
 
     const run = await runEngine("SELECT count(*) FROM a.d.big", ITEMS, { mode: "store", source });
@@ -288,7 +288,7 @@ describe("a table store that stops mid-query", () => {
       engine: "store",
       ok: false,
       cancelled: false,
-      message: "Failed: no such column: x.",
+      message: "Failed: the store refused it.",
     });
   });
 });
