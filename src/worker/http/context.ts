@@ -12,6 +12,8 @@ export interface AppEnv {
     principal: Principal;
     /** The service's own id of this request (middleware/request-id.ts). */
     requestId: string;
+    /** When the request reached the service (middleware/request-id.ts): a wait the client asked for counts from it. */
+    receivedAt: number;
     /** The client's X-Request-Id, if it sent one: for logs only. */
     clientRequestId?: string;
   };

@@ -12,6 +12,7 @@ const CLIENT_ID_MAX_LENGTH = 200;
  * `clientRequestId` and logged beside it.
  */
 export const requestId = createMiddleware<AppEnv>(async (c, next) => {
+  c.set("receivedAt", Date.now());
   const id = crypto.randomUUID();
   c.set("requestId", id);
   const clientId = c.req.header("x-request-id");

@@ -86,8 +86,9 @@ queryRoutes.openapi(
     },
   }),
   async (c) => {
-    // Prefer: wait=N counts from here: the submit, the wait and the first page all fit in it.
-    const started = Date.now();
+    // Prefer: wait=N counts from the request's arrival: authentication, the submit, the wait and the first page
+    // all fit in it.
+    const started = c.get("receivedAt");
     const { Sql, Parameters = null, Callback, Reuse = true } = c.req.valid("json");
     const limits = c.get("config").query;
     const problem = queryTextProblem({ sql: Sql, parameters: Parameters }, limits.maxSqlLength);
