@@ -199,7 +199,7 @@ function options() {
         "  --uploads-only  upload the files (timed runs and memory pass) but run no query",
         `  --reuse-only    upload the files (default ${REUSE_FILE}) once, then on each: Q1 run once and repeated ${REUSE_REPEATS} times with result reuse`,
         `                  (a whole run does this on ${REUSE_FILE} after the timed runs); nothing else`,
-        "  --readme        also write the tables into bench/README.md and README.md (between the bench:latest markers)",
+        "  --readme        also write the tables into bench/README.md (between the bench:latest markers)",
         "  --pages         only result pages and formats: page --page (default 900) of SELECT * on one file (default 1m)",
         "  --estimates     only estimates and bounded work, on one file (default 1m) in a table store: Q1-Q4 and two",
         "                  self-joins, validate's EstimatedSeconds against the run (each --runs times, default 3); what",
@@ -1077,11 +1077,11 @@ async function caseOnce(
 const START = "<!-- bench:latest:start -->";
 const END = "<!-- bench:latest:end -->";
 
-/** Writes the tables between the bench:latest markers of bench/README.md and of the project's README. */
+/** Writes the tables between the bench:latest markers of bench/README.md. */
 function updateReadme(markdown: string): void {
   // The table's own title becomes a sub-heading of the README's section.
   const body = markdown.replace(/^# (.*)\n+/, "**$1.** ").replace(/^## /gm, "#### ");
-  for (const path of [join(BENCH, "README.md"), join(ROOT, "README.md")]) {
+  for (const path of [join(BENCH, "README.md")]) {
     const text = readFileSync(path, "utf8");
     const from = text.indexOf(START);
     const to = text.indexOf(END);

@@ -11,7 +11,7 @@ import { LoginFailedError } from "./loopback";
 import { json } from "./output";
 import { DEFAULT_PROFILE, TokenFileError } from "./token-file";
 
-/** Exit codes: documented in README ("Use it from the command line"). */
+/** Exit codes: documented in docs/cli.md. */
 export const EXIT = { ok: 0, error: 1, usage: 2, unauthorized: 3, query: 4, stillRunning: 5 } as const;
 
 /** The `dqs` program: every command, with the options all of them take. */

@@ -372,7 +372,7 @@ export class QueryState extends DurableObject<Env> {
 /**
  * The watchdog waits this long beyond the time limit: a run stops itself at
  * the limit, and one held past it (a store's statement) ends failed within
- * the limit plus 10 s (README, Limits).
+ * the limit plus 10 s (docs/limits.md).
  */
 const WATCHDOG_GRACE_MS = 8_000;
 /** A submit holds its query's state this long at most before another with its Idempotency-Key may take it over. */

@@ -37,7 +37,7 @@ export type CallbackCheck = { ok: true; url: string } | { ok: false; message: st
  * any port, so tests can receive calls. Parsing is the WHATWG URL parser's,
  * the one fetch uses, so every spelling of an address (0x7f.1, 2130706433,
  * [::ffff:127.0.0.1], full-width digits, a trailing dot) is checked in the
- * form it is sent to. The name is not resolved here: see README.
+ * form it is sent to. The name is not resolved here: see docs/api.md.
  */
 export function checkCallbackUrl(raw: string, development: boolean): CallbackCheck {
   if (raw.length > MAX_CALLBACK_URL_LENGTH)

@@ -5,7 +5,7 @@ import type { Browser, BrowserContext, Page } from "playwright-core";
 import { expect } from "vitest";
 import { signInOnPage } from "./browser";
 
-/** Where the console tests leave a screenshot of each step (gitignored; README, "Web console"). */
+/** Where the console tests leave a screenshot of each step (gitignored; docs/console.md). */
 export const SCREENSHOTS = resolve(import.meta.dirname, "../screenshots");
 
 const AXE = readFileSync(resolve(import.meta.dirname, "../../../node_modules/axe-core/axe.min.js"), "utf8");
