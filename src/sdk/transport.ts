@@ -135,7 +135,7 @@ export class Transport {
   /**
    * Follows a download redirect (302 to a signed URL) without the bearer
    * token: the URL carries its own authorisation, and the token must not
-   * reach another host (DECISIONS §6).
+   * reach another host (docs/api.md).
    */
   async download(call: Call): Promise<Download> {
     const requested = this.url(call.path, call.params, call.query);

@@ -28,7 +28,7 @@ export type ResultFormat = NonNullable<
   NonNullable<paths["/query/{QueryId}/results/rawdata"]["get"]["parameters"]["query"]>["format"]
 >;
 
-/** The DataSchema structure the Schema string serialises (interface §2.9, DECISIONS §5). */
+/** The DataSchema structure the Schema string serialises (docs/api.md). */
 export interface DataSchema {
   SchemaVersion?: string;
   TableDefinition?: {

@@ -10,7 +10,7 @@ export interface Settings {
   termsUrl: string | null;
   limits: { maxUploadBytes: number; maxCsvBytes: number };
   query: QueryLimits;
-  /** How many queries of one user run at once, and how many more may wait (DECISIONS §8). */
+  /** How many queries of one user run at once, and how many more may wait (docs/api.md). */
   fairShare: FairShare;
   downloadUrlTtlSeconds: number;
   /** Whether uploads and the cron ask the queue for query-ready forms (COLUMN_IMAGES "build", not "off"). */
@@ -25,7 +25,7 @@ export interface Config extends Settings {
   publicUrl: string;
 }
 
-/** What one query may use (DECISIONS §8); each limit fails a query with a message naming it. */
+/** What one query may use (docs/api.md); each limit fails a query with a message naming it. */
 export interface QueryLimits {
   maxSqlLength: number;
   timeLimitMs: number;

@@ -217,7 +217,7 @@ const CASES = (["private", "public"] as const).flatMap((visibility) =>
   ),
 );
 
-describe("who may do what with a dataset (DECISIONS §4)", () => {
+describe("who may do what with a dataset (docs/api.md)", () => {
   it.each(CASES)(
     "should $outcome when the $role tries to $verb a $visibility dataset",
     async ({ role, visibility, operation }) => {

@@ -84,7 +84,7 @@ function sqlite3(sql: string): string[][] {
       "CREATE TABLE dims (cat TEXT, label TEXT, rank INTEGER);",
       `.import --csv --skip 1 ${join(work, "facts.csv")} facts`,
       `.import --csv --skip 1 ${join(work, "dims.csv")} dims`,
-      // .import keeps empty fields as '' where dqs stores NULL (DECISIONS §5), and booleans as text.
+      // .import keeps empty fields as '', which dqs reads as NULL (docs/api.md), and booleans as text.
       ...["amount", "note", "ok"].map((c) => `UPDATE facts SET ${c} = NULL WHERE ${c} = '';`),
       "UPDATE facts SET ok = CASE lower(ok) WHEN 'true' THEN 1 WHEN 'false' THEN 0 ELSE ok END;",
     ],

@@ -2,7 +2,7 @@ import { env } from "cloudflare:workers";
 import { call, ORIGIN, readEnvelope, worker, type Fetch } from "./http";
 import { authHeader } from "./login";
 
-/** Dataset settings as the experimental PUT takes them (DECISIONS §4). */
+/** Dataset settings as the experimental PUT takes them (docs/api.md). */
 export interface DatasetSettingsBody {
   Visibility?: "private" | "public";
   Description?: string;
@@ -14,7 +14,7 @@ export interface UploadParts {
   Force?: string;
 }
 
-/** The stored DataSchema as the schema endpoint returns it (DECISIONS §5). */
+/** The stored DataSchema as the schema endpoint returns it (docs/api.md). */
 export interface StoredSchema {
   SchemaVersion: string;
   TableDefinition: {

@@ -1,4 +1,4 @@
-/** A name part as SQL needs it: bare when it is a plain identifier, else in backticks (DECISIONS §7). */
+/** A name part as SQL needs it: bare when it is a plain identifier, else in backticks (docs/api.md). */
 export function sqlPart(name: string): string {
   return /^[A-Za-z_][A-Za-z0-9_]*$/.test(name) ? name : `\`${name.replace(/`/g, "``")}\``;
 }

@@ -1,6 +1,6 @@
 import Papa from "papaparse";
 
-/** The column types a DataSchema may declare (DECISIONS §5). */
+/** The column types a DataSchema may declare (docs/api.md). */
 export const DATA_TYPES = ["STRING", "INTEGER", "DOUBLE", "BOOLEAN", "DATE", "TIMESTAMP"] as const;
 export type DataType = (typeof DATA_TYPES)[number];
 

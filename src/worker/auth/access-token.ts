@@ -3,7 +3,7 @@ import { randomToken } from "../util/crypto";
 import { nowSeconds } from "../util/time";
 import { SIGNING_ALG, type KeySet } from "./keys";
 
-/** Audience of every access token (DECISIONS §3). */
+/** Audience of every access token (docs/api.md). */
 export const AUDIENCE = "dqs";
 /** Access token lifetime: one hour (interface §5). */
 export const ACCESS_TOKEN_TTL_SECONDS = 3600;

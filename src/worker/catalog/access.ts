@@ -4,7 +4,7 @@ import type { Principal } from "./accounts";
 export type Viewer = Pick<Principal, "accountId">;
 import { isAccountName, isDataName, isDatasetName } from "./names";
 
-/** What a caller may do with a dataset (DECISIONS §4). */
+/** What a caller may do with a dataset (docs/api.md). */
 export type Access = "none" | "read" | "write" | "owner";
 
 export interface DatasetRecord {

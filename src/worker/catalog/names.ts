@@ -1,4 +1,4 @@
-/** Account and dataset names: 1-64 characters of A-Z a-z 0-9 _ - (DECISIONS §2). */
+/** Account and dataset names: 1-64 characters of A-Z a-z 0-9 _ - (docs/api.md). */
 export const ACCOUNT_NAME_PATTERN = /^[A-Za-z0-9_-]{1,64}$/;
 export const DATASET_NAME_PATTERN = ACCOUNT_NAME_PATTERN;
 /** Data names: 1-128 characters of A-Z a-z 0-9 _ - . not starting with a dot. */

@@ -48,7 +48,7 @@ interface StoredFile {
 }
 
 /**
- * Receives an upload (DECISIONS §5) in one pass over the request body: the
+ * Receives an upload (docs/api.md) in one pass over the request body: the
  * file streams to R2 under a fresh key while it is decoded, parsed and
  * checked. Only a complete, valid file becomes the data item's current
  * version; anything else deletes what was written and leaves the previous

@@ -8,7 +8,7 @@ export function datasetNotFound(account: string, dataset: string) {
   return notFound(`Dataset ${account}/${dataset} not found, or you may not access it.`);
 }
 
-/** Writes name the rule a name breaks (DECISIONS §2). */
+/** Writes name the rule a name breaks (docs/api.md). */
 export function validateNamesForWrite(names: { account: string; dataset: string; data?: string }): void {
   if (!isAccountName(names.account))
     throw badRequest(`AccountName '${names.account}' is invalid: use ${ACCOUNT_NAME_RULE}.`);

@@ -25,7 +25,7 @@ export function resultExpired(record: QueryRecord): ApiError {
 
 /**
  * A query's stored result, or the answer every result endpoint gives
- * instead (DECISIONS §7): 400 while it is queued or running, 400 with the
+ * instead (docs/api.md): 400 while it is queued or running, 400 with the
  * reason once it failed or was cancelled, 410 once its result expired.
  */
 export function storedResult(record: QueryRecord): StoredResult {

@@ -3,7 +3,7 @@ import { DATA_TYPES, STORED_AS, type DataTypeName } from "./value-types";
 import { quoteForMessage } from "./quote";
 
 /**
- * The DataSchema wire structure (interface §2.9, DECISIONS §5): the JSON
+ * The DataSchema wire structure (docs/api.md): the JSON
  * that the upload's `Schema` part carries and the schema endpoint returns.
  * Unknown fields are refused rather than ignored, so a misspelt
  * `Nulable` is reported instead of silently meaning "nullable".

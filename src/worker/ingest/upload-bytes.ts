@@ -4,7 +4,7 @@ import type { DeliveryType } from "./data-schema";
 
 /**
  * The bytes of an uploaded file as CSV bytes: gunzipped when the file
- * starts with the gzip magic number (DECISIONS §5: by content, not name).
+ * starts with the gzip magic number (docs/api.md: by content, not name).
  *
  * Gunzip is fflate's, not the platform's DecompressionStream: workerd's
  * DecompressionStream has no backpressure (each write inflates all of its
@@ -61,7 +61,7 @@ export async function openUploadBytes(stream: ReadableStream<Uint8Array>, copy?:
   return startsLikeGzip([first?.[0], second]) ? openGzip(source) : openRaw(source);
 }
 
-/** Whether a file's first two bytes are gzip's magic number (DECISIONS §5: by content, not name). */
+/** Whether a file's first two bytes are gzip's magic number (docs/api.md: by content, not name). */
 export function startsLikeGzip(firstTwo: ArrayLike<number | undefined>): boolean {
   return firstTwo[0] === GZIP_MAGIC[0] && firstTwo[1] === GZIP_MAGIC[1];
 }

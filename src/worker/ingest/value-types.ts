@@ -1,5 +1,5 @@
 /**
- * Column types of a TableDefinition and the text each accepts (DECISIONS §5).
+ * Column types of a TableDefinition and the text each accepts (docs/api.md).
  *
  * These checks run on every field of every upload, so they read the text's
  * UTF-16 code units from a typed array (`charCodes`: the numbers

@@ -3,7 +3,7 @@ import { isoSeconds } from "../util/time";
 import type { Parameters } from "./sql/parameters";
 import type { QueryCallback } from "../webhooks/completion";
 
-/** The states of a query (DECISIONS §7). */
+/** The states of a query (docs/api.md). */
 export type QueryStatus = "queued" | "running" | "succeeded" | "failed" | "cancelled";
 /** The states a query ends in. */
 export type FinalStatus = "succeeded" | "failed" | "cancelled";

@@ -86,7 +86,7 @@ function current(stored: LiveQuery | EarlierRecord): LiveQuery {
 }
 
 /**
- * One query's state machine (DECISIONS §7): queued → running → succeeded |
+ * One query's state machine (docs/api.md): queued → running → succeeded |
  * failed, and queued | running → cancelled. It owns the live state and the
  * watchdog alarm, and hands how the query ended to its D1 row; it never
  * runs SQL. Each method is one atomic step, since a Durable Object handles

@@ -1,7 +1,7 @@
 import { generatedColumn, SCHEMA_VERSION, serializeSchema } from "../ingest/data-schema";
 import type { ResultColumn } from "./query-record";
 
-/** The DataSchema string of a query result: CSV with a header, comma-separated, not compressed (DECISIONS §7). */
+/** The DataSchema string of a query result: CSV with a header, comma-separated, not compressed (docs/api.md). */
 export function resultSchemaString(columns: ResultColumn[]): string {
   return serializeSchema({
     SchemaVersion: SCHEMA_VERSION,

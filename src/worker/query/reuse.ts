@@ -10,7 +10,7 @@ import { asciiLowerCase, isIdentifier, isKeyword, isOperator, significantTokens,
 import { plural } from "../util/text";
 
 /**
- * Result reuse (DECISIONS §9): a query with the same SQL text, the same
+ * Result reuse (docs/api.md): a query with the same SQL text, the same
  * parameters and the same versions of every data item it names answers
  * from the retained result of an earlier one, if its caller may read every
  * one of those items.

@@ -30,7 +30,7 @@ export function parseTableLayout(schemaJson: string): TableLayout {
 }
 
 /**
- * The SQLite column type each data type is declared as (DECISIONS §5: BOOLEAN as 1/0, dates as ISO text).
+ * The SQLite column type each data type is declared as (docs/api.md: BOOLEAN as 1/0, dates as text).
  * BOOLEAN, DATE and TIMESTAMP lead with their own name, so a result column's declared type tells which
  * one it comes from (engine/declared-types.ts); the word after it gives SQLite the affinity.
  */

@@ -33,7 +33,7 @@ export interface Leaving {
 }
 
 /**
- * One user's share of the engine (DECISIONS §8): at most `maxRunning` of
+ * One user's share of the engine (docs/api.md): at most `maxRunning` of
  * their queries are in the queue or running at once, the rest wait here in
  * the order they came, and at most `maxWaiting` may wait. A burst of one
  * user therefore never puts more than `maxRunning` queries ahead of

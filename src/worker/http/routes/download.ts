@@ -26,7 +26,7 @@ function parseRange(header: string | undefined, size: number): ByteRange | "unsa
   return { offset: start, length: end - start + 1 };
 }
 
-/** Serves an object named by a signed URL; no bearer token needed (DECISIONS §6). */
+/** Serves an object named by a signed URL; no bearer token needed (docs/api.md). */
 downloadRoutes.on(["GET", "HEAD"], "/download/*", async (c) => {
   const keys = await loadKeys(c.env, c.get("config"));
   const check = await verifyDownloadUrl(keys.urlSigningKeys, new URL(c.req.url), nowSeconds());

@@ -4,7 +4,7 @@ import { significantTokens, type Token } from "./tokenizer";
  * SQLite's own tables and table-valued functions that describe a database
  * rather than data: the schema tables, statistics, page access and every
  * pragma function, and a Durable Object's internal tables (`_cf_…`). A
- * query reads only the data items it names (DECISIONS §7), so any of these
+ * query reads only the data items it names (docs/api.md), so any of these
  * names is refused, in both engines, before anything runs.
  */
 const INTERNAL =

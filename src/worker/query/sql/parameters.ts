@@ -62,7 +62,7 @@ export function withTypedNulls(tokens: readonly Token[], parameters: Parameters 
 /**
  * Why `POST /v1/query` refuses these Parameters for this SQL (400), naming
  * the placeholder, or null. SQL the tokenizer cannot read is left to the
- * query, which fails with the tokenizer's message (DECISIONS §7).
+ * query, which fails with the tokenizer's message (docs/api.md).
  */
 export function parameterProblem(sql: string, parameters: Parameters | null): string | null {
   const tokenized = tokenize(sql);
@@ -80,7 +80,7 @@ export function canonicalParameters(parameters: Parameters | null | undefined): 
   return JSON.stringify(Object.fromEntries(keys.map((key) => [key, parameters[key]])));
 }
 
-/** The SQLite type a JSON value binds as (DECISIONS §9); a string of digits stays TEXT. */
+/** The SQLite type a JSON value binds as (docs/api.md); a string of digits stays TEXT. */
 function sqliteType(value: ParameterValue): "INTEGER" | "REAL" | "TEXT" | "NULL" {
   if (value === null) return "NULL";
   if (typeof value === "string") return "TEXT";

@@ -31,7 +31,7 @@ const OBJECT_WORDS = ["TEMP", "TEMPORARY", "UNIQUE", "VIRTUAL", "TABLE", "VIEW",
 
 /**
  * Accepts exactly one read-only statement: SELECT, WITH … SELECT or VALUES
- * (DECISIONS §7), and from here on the connection refuses every write.
+ * (docs/api.md), and from here on the connection refuses every write.
  *
  * Three layers, each resting on SQLite rather than on keyword lists alone:
  * - `PRAGMA query_only = 1` is set first: whatever slips through, SQLite
@@ -48,7 +48,7 @@ const OBJECT_WORDS = ["TEMP", "TEMPORARY", "UNIQUE", "VIRTUAL", "TABLE", "VIEW",
  *   prepares `WITH x AS (…) DELETE …` too.
  *
  * EXPLAIN is refused as well: its rows describe SQLite's program or plan
- * over internal table names, not data, and DECISIONS §7 names three forms.
+ * over internal table names, not data, and docs/api.md names three forms.
  */
 export function checkReadOnly(db: Database, sql: string): ReadOnlyCheck {
   db.run("PRAGMA query_only = 1");

@@ -11,7 +11,7 @@ import {
 } from "./tokenizer";
 
 /**
- * Finds the data items a query names (DECISIONS §7) and rewrites the SQL to
+ * Finds the data items a query names (docs/api.md) and rewrites the SQL to
  * read internal tables instead.
  *
  * The rule, decided on tokens alone:
