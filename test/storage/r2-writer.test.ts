@@ -68,6 +68,43 @@ describe("R2StreamWriter", () => {
     expect(calls).toEqual({ put: 1, multipart: 0, parts: 0 });
   });
 
+  it("should store a buffer again when R2 refuses it once, as local R2 does while its database is locked", async () => {
+    const real = env.BUCKET;
+    let refusals = 0;
+    const refuseFirst = <T>(store: () => Promise<T>) =>
+      refusals++ % 2 === 0 ? Promise.reject(new Error("put: Unspecified error (0)")) : store();
+    const flaky = {
+      put: ((key: string, value: Uint8Array, options?: R2PutOptions) =>
+        refuseFirst(() => real.put(key, value, options))) as R2Bucket["put"],
+      async createMultipartUpload(key: string, options?: R2MultipartOptions) {
+        const upload = await real.createMultipartUpload(key, options);
+        return {
+          key: upload.key,
+          uploadId: upload.uploadId,
+          uploadPart: (partNumber: number, value: Uint8Array) =>
+            refuseFirst(() => upload.uploadPart(partNumber, value)),
+          abort: () => upload.abort(),
+          complete: (parts: R2UploadedPart[]) => upload.complete(parts),
+        } as R2MultipartUpload;
+      },
+    } as R2Bucket;
+    const small = uniqueName("flaky-small");
+    const large = uniqueName("flaky-large");
+    const bytes = pattern(PART_SIZE + 3000);
+
+    const smallWriter = new R2StreamWriter(flaky, small);
+    await smallWriter.write(bytes.subarray(0, 3000));
+    await smallWriter.finish();
+    const largeWriter = new R2StreamWriter(flaky, large);
+    await writeInChunks(largeWriter, bytes, 1 << 20);
+    await largeWriter.finish();
+
+    expect(await stored(small)).toEqual(bytes.subarray(0, 3000));
+    expect(await digest(await stored(large))).toBe(await digest(bytes));
+    // One refusal and one success for the put and for each of the two parts.
+    expect(refusals).toBe(6);
+  });
+
   it("should store an empty object", async () => {
     const key = uniqueName("empty");
     const writer = new R2StreamWriter(env.BUCKET, key);

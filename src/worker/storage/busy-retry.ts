@@ -16,13 +16,17 @@ export function isStorageBusy(error: unknown): boolean {
   return false;
 }
 
-async function retried<T>(work: () => Promise<T>): Promise<T> {
+/** Runs `work` again, after a growing wait, while it fails with an error `again` accepts (about 2.3 s at most). */
+export async function retried<T>(
+  work: () => Promise<T>,
+  again: (error: unknown) => boolean = isStorageBusy,
+): Promise<T> {
   for (let attempt = 0; ; attempt++) {
     try {
       return await work();
     } catch (error) {
       const wait = WAITS_MS[attempt];
-      if (wait === undefined || !isStorageBusy(error)) throw error;
+      if (wait === undefined || !again(error)) throw error;
       await new Promise((resolve) => setTimeout(resolve, wait));
     }
   }

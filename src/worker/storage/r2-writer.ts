@@ -1,3 +1,5 @@
+import { retried } from "./busy-retry";
+
 /**
  * R2 requires every part of a multipart upload but the last to have one size,
  * at least 5 MiB. The minimum keeps what an upload holds small (two parts,
@@ -64,7 +66,7 @@ export class R2StreamWriter {
   /** Starts storing the buffer as the next part, after the previous part is stored; a fresh buffer takes what follows. */
   private async sendPart(more: boolean): Promise<void> {
     await this.inFlight;
-    this.upload ??= await this.bucket.createMultipartUpload(this.key, this.options());
+    this.upload ??= await retried(() => this.bucket.createMultipartUpload(this.key, this.options()), anyError);
     const upload = this.upload;
     const full = this.filled === PART_SIZE ? this.buffer : this.buffer.subarray(0, this.filled);
     const number = this.parts.length + 1;
@@ -72,7 +74,7 @@ export class R2StreamWriter {
     this.buffer = more ? (this.spare ?? new Uint8Array(PART_SIZE)) : new Uint8Array(0);
     this.spare = null;
     this.filled = 0;
-    this.inFlight = upload.uploadPart(number, full).then((part) => {
+    this.inFlight = retried(() => upload.uploadPart(number, full), anyError).then((part) => {
       this.parts.push(part);
       if (full.byteLength === PART_SIZE) this.spare = full;
     });
@@ -81,7 +83,8 @@ export class R2StreamWriter {
   /** Completes the object. */
   async finish(): Promise<void> {
     if (!this.upload) {
-      await this.bucket.put(this.key, this.buffer.subarray(0, this.filled), this.options());
+      const bytes = this.buffer.subarray(0, this.filled);
+      await retried(() => this.bucket.put(this.key, bytes, this.options()), anyError);
     } else {
       if (this.filled > 0) await this.sendPart(false);
       await this.inFlight;
@@ -98,4 +101,13 @@ export class R2StreamWriter {
     await this.inFlight?.catch(() => undefined);
     if (this.upload) await this.upload.abort().catch(() => undefined);
   }
+}
+
+/**
+ * Storing a buffer again is harmless (the same bytes under the same key or part number), so any failure is
+ * tried again: local R2 hides "database is locked" as "Unspecified error", and R2 asks that its internal
+ * errors be retried.
+ */
+function anyError(): boolean {
+  return true;
 }
