@@ -36,6 +36,11 @@ export interface paths {
                 /** @description Redirect to the authentication server */
                 302: {
                     headers: {
+                        "X-Request-Id": components["headers"]["RequestId"];
+                        /** @description The identity provider's authorization endpoint, with the login's state, nonce and PKCE challenge */
+                        Location: string;
+                        /** @description dqs_login (HttpOnly, SameSite=Lax, path /v1/auth): set by GET /v1/auth to bind the login to this browser, expired when the login ends; a console sign-in also sets the console's session cookie */
+                        "Set-Cookie"?: string;
                         [name: string]: unknown;
                     };
                     content?: never;
@@ -43,6 +48,18 @@ export interface paths {
                 /** @description An invalid loopback redirect_uri or PKCE challenge */
                 400: {
                     headers: {
+                        "X-Request-Id": components["headers"]["RequestId"];
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["GeneralApiResponse"];
+                    };
+                };
+                /** @description Too many requests from this client address to the login and token endpoints: more in a minute than the deployment allows (120 by default); see Retry-After */
+                429: {
+                    headers: {
+                        "X-Request-Id": components["headers"]["RequestId"];
+                        "Retry-After": components["headers"]["RetryAfter"];
                         [name: string]: unknown;
                     };
                     content: {
@@ -52,6 +69,19 @@ export interface paths {
                 /** @description The identity provider could not be reached or answered wrongly */
                 502: {
                     headers: {
+                        "X-Request-Id": components["headers"]["RequestId"];
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["GeneralApiResponse"];
+                    };
+                };
+                /** @description The service's storage was busy; send the request again after Retry-After */
+                503: {
+                    headers: {
+                        "X-Request-Id": components["headers"]["RequestId"];
+                        /** @description Seconds to wait; sent when the storage was busy */
+                        "Retry-After"?: number;
                         [name: string]: unknown;
                     };
                     content: {
@@ -93,9 +123,12 @@ export interface paths {
             };
             requestBody?: never;
             responses: {
-                /** @description The tokens */
+                /** @description The tokens: the JwtResponse for Accept: application/json, else a page showing them (GET /v1/auth/callback may answer the terms of service page instead) */
                 200: {
                     headers: {
+                        "X-Request-Id": components["headers"]["RequestId"];
+                        /** @description dqs_login (HttpOnly, SameSite=Lax, path /v1/auth): set by GET /v1/auth to bind the login to this browser, expired when the login ends; a console sign-in also sets the console's session cookie */
+                        "Set-Cookie"?: string;
                         [name: string]: unknown;
                     };
                     content: {
@@ -103,25 +136,57 @@ export interface paths {
                         "text/html": string;
                     };
                 };
-                /** @description A loopback login: redirect to the native client's redirect_uri with code and state */
+                /** @description A loopback login (a native client's redirect_uri): redirect there with code and state, or with error (access_denied, temporarily_unavailable, server_error) when the login failed */
                 302: {
                     headers: {
+                        "X-Request-Id": components["headers"]["RequestId"];
+                        /** @description The native client's redirect_uri with code and state, or error and state */
+                        Location: string;
+                        /** @description dqs_login (HttpOnly, SameSite=Lax, path /v1/auth): set by GET /v1/auth to bind the login to this browser, expired when the login ends; a console sign-in also sets the console's session cookie */
+                        "Set-Cookie"?: string;
                         [name: string]: unknown;
                     };
                     content?: never;
                 };
-                /** @description The login state is unknown, used, expired or from another browser */
+                /** @description A console sign-in: the console's session cookie is set and the browser goes to the console */
+                303: {
+                    headers: {
+                        "X-Request-Id": components["headers"]["RequestId"];
+                        /** @description /console/ */
+                        Location: string;
+                        /** @description dqs_login (HttpOnly, SameSite=Lax, path /v1/auth): set by GET /v1/auth to bind the login to this browser, expired when the login ends; a console sign-in also sets the console's session cookie */
+                        "Set-Cookie"?: string;
+                        [name: string]: unknown;
+                    };
+                    content?: never;
+                };
+                /** @description The login is unknown, used, expired or from another browser: the envelope for Accept: application/json, else a page that says so and how to start again */
                 400: {
                     headers: {
+                        "X-Request-Id": components["headers"]["RequestId"];
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["GeneralApiResponse"];
+                        "text/html": string;
+                    };
+                };
+                /** @description The provider refused the login, or the terms of service must be accepted in a browser */
+                401: {
+                    headers: {
+                        "X-Request-Id": components["headers"]["RequestId"];
+                        "WWW-Authenticate": components["headers"]["WwwAuthenticate"];
                         [name: string]: unknown;
                     };
                     content: {
                         "application/json": components["schemas"]["GeneralApiResponse"];
                     };
                 };
-                /** @description The provider refused the login, or the terms of service must be accepted in a browser */
-                401: {
+                /** @description Too many requests from this client address to the login and token endpoints: more in a minute than the deployment allows (120 by default); see Retry-After */
+                429: {
                     headers: {
+                        "X-Request-Id": components["headers"]["RequestId"];
+                        "Retry-After": components["headers"]["RetryAfter"];
                         [name: string]: unknown;
                     };
                     content: {
@@ -131,6 +196,19 @@ export interface paths {
                 /** @description The identity provider could not be reached or answered wrongly */
                 502: {
                     headers: {
+                        "X-Request-Id": components["headers"]["RequestId"];
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["GeneralApiResponse"];
+                    };
+                };
+                /** @description The service's storage was busy; send the request again after Retry-After */
+                503: {
+                    headers: {
+                        "X-Request-Id": components["headers"]["RequestId"];
+                        /** @description Seconds to wait; sent when the storage was busy */
+                        "Retry-After"?: number;
                         [name: string]: unknown;
                     };
                     content: {
@@ -154,7 +232,54 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        get?: never;
+        /**
+         * The terms form's address, opened rather than posted
+         * @description What a reload of, or a return to, the terms form's answer meets: a page for a browser, saying this sign-in step has ended and linking to the console and to GET /v1/auth; 405 with Allow: POST for a client that asks for JSON.
+         */
+        get: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description A page: this sign-in step has ended; open the console or sign in again */
+                200: {
+                    headers: {
+                        "X-Request-Id": components["headers"]["RequestId"];
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "text/html": string;
+                    };
+                };
+                /** @description For Accept: application/json: the address takes POST (the terms form) only */
+                405: {
+                    headers: {
+                        "X-Request-Id": components["headers"]["RequestId"];
+                        /** @description The methods the path answers */
+                        Allow: string;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["GeneralApiResponse"];
+                    };
+                };
+                /** @description Too many requests from this client address to the login and token endpoints: more in a minute than the deployment allows (120 by default); see Retry-After */
+                429: {
+                    headers: {
+                        "X-Request-Id": components["headers"]["RequestId"];
+                        "Retry-After": components["headers"]["RetryAfter"];
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["GeneralApiResponse"];
+                    };
+                };
+            };
+        };
         put?: never;
         /** Accept the current terms of service during login */
         post: {
@@ -174,26 +299,81 @@ export interface paths {
                 };
             };
             responses: {
-                /** @description The tokens */
+                /** @description The tokens: the JwtResponse for Accept: application/json, else a page showing them (GET /v1/auth/callback may answer the terms of service page instead) */
                 200: {
                     headers: {
+                        "X-Request-Id": components["headers"]["RequestId"];
+                        /** @description dqs_login (HttpOnly, SameSite=Lax, path /v1/auth): set by GET /v1/auth to bind the login to this browser, expired when the login ends; a console sign-in also sets the console's session cookie */
+                        "Set-Cookie"?: string;
                         [name: string]: unknown;
                     };
                     content: {
-                        "text/html": string;
                         "application/json": components["schemas"]["JwtResponse"];
+                        "text/html": string;
                     };
                 };
-                /** @description A loopback login: redirect to the native client's redirect_uri with code and state */
+                /** @description A loopback login (a native client's redirect_uri): redirect there with code and state, or with error (access_denied, temporarily_unavailable, server_error) when the login failed */
                 302: {
                     headers: {
+                        "X-Request-Id": components["headers"]["RequestId"];
+                        /** @description The native client's redirect_uri with code and state, or error and state */
+                        Location: string;
+                        /** @description dqs_login (HttpOnly, SameSite=Lax, path /v1/auth): set by GET /v1/auth to bind the login to this browser, expired when the login ends; a console sign-in also sets the console's session cookie */
+                        "Set-Cookie"?: string;
                         [name: string]: unknown;
                     };
                     content?: never;
                 };
-                /** @description The login is unknown, used, expired or from another browser */
+                /** @description A console sign-in: the console's session cookie is set and the browser goes to the console */
+                303: {
+                    headers: {
+                        "X-Request-Id": components["headers"]["RequestId"];
+                        /** @description /console/ */
+                        Location: string;
+                        /** @description dqs_login (HttpOnly, SameSite=Lax, path /v1/auth): set by GET /v1/auth to bind the login to this browser, expired when the login ends; a console sign-in also sets the console's session cookie */
+                        "Set-Cookie"?: string;
+                        [name: string]: unknown;
+                    };
+                    content?: never;
+                };
+                /** @description The login is unknown, used, expired or from another browser: the envelope for Accept: application/json, else a page that says so and how to start again */
                 400: {
                     headers: {
+                        "X-Request-Id": components["headers"]["RequestId"];
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["GeneralApiResponse"];
+                        "text/html": string;
+                    };
+                };
+                /** @description The body is not application/x-www-form-urlencoded */
+                415: {
+                    headers: {
+                        "X-Request-Id": components["headers"]["RequestId"];
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["GeneralApiResponse"];
+                    };
+                };
+                /** @description Too many requests from this client address to the login and token endpoints: more in a minute than the deployment allows (120 by default); see Retry-After */
+                429: {
+                    headers: {
+                        "X-Request-Id": components["headers"]["RequestId"];
+                        "Retry-After": components["headers"]["RetryAfter"];
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["GeneralApiResponse"];
+                    };
+                };
+                /** @description The service's storage was busy; send the request again after Retry-After */
+                503: {
+                    headers: {
+                        "X-Request-Id": components["headers"]["RequestId"];
+                        /** @description Seconds to wait; sent when the storage was busy */
+                        "Retry-After"?: number;
                         [name: string]: unknown;
                     };
                     content: {
@@ -237,6 +417,7 @@ export interface paths {
                 /** @description The tokens, and the account they act for */
                 200: {
                     headers: {
+                        "X-Request-Id": components["headers"]["RequestId"];
                         [name: string]: unknown;
                     };
                     content: {
@@ -246,6 +427,7 @@ export interface paths {
                 /** @description The body is not JSON or lacks a field */
                 400: {
                     headers: {
+                        "X-Request-Id": components["headers"]["RequestId"];
                         [name: string]: unknown;
                     };
                     content: {
@@ -255,6 +437,41 @@ export interface paths {
                 /** @description The code is unknown, spent or expired, or the verifier or redirect_uri does not match */
                 401: {
                     headers: {
+                        "X-Request-Id": components["headers"]["RequestId"];
+                        "WWW-Authenticate": components["headers"]["WwwAuthenticate"];
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["GeneralApiResponse"];
+                    };
+                };
+                /** @description The body is not application/json */
+                415: {
+                    headers: {
+                        "X-Request-Id": components["headers"]["RequestId"];
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["GeneralApiResponse"];
+                    };
+                };
+                /** @description Too many requests from this client address to the login and token endpoints: more in a minute than the deployment allows (120 by default); see Retry-After */
+                429: {
+                    headers: {
+                        "X-Request-Id": components["headers"]["RequestId"];
+                        "Retry-After": components["headers"]["RetryAfter"];
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["GeneralApiResponse"];
+                    };
+                };
+                /** @description The service's storage was busy; send the request again after Retry-After */
+                503: {
+                    headers: {
+                        "X-Request-Id": components["headers"]["RequestId"];
+                        /** @description Seconds to wait; sent when the storage was busy */
+                        "Retry-After"?: number;
                         [name: string]: unknown;
                     };
                     content: {
@@ -298,6 +515,7 @@ export interface paths {
                 /** @description New tokens */
                 200: {
                     headers: {
+                        "X-Request-Id": components["headers"]["RequestId"];
                         [name: string]: unknown;
                     };
                     content: {
@@ -307,6 +525,7 @@ export interface paths {
                 /** @description The body is not JSON or has no RefreshToken */
                 400: {
                     headers: {
+                        "X-Request-Id": components["headers"]["RequestId"];
                         [name: string]: unknown;
                     };
                     content: {
@@ -316,6 +535,41 @@ export interface paths {
                 /** @description The refresh token is invalidated, or the current terms of service are not accepted */
                 401: {
                     headers: {
+                        "X-Request-Id": components["headers"]["RequestId"];
+                        "WWW-Authenticate": components["headers"]["WwwAuthenticate"];
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["GeneralApiResponse"];
+                    };
+                };
+                /** @description The body is not application/json */
+                415: {
+                    headers: {
+                        "X-Request-Id": components["headers"]["RequestId"];
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["GeneralApiResponse"];
+                    };
+                };
+                /** @description Too many requests from this client address to the login and token endpoints: more in a minute than the deployment allows (120 by default); see Retry-After */
+                429: {
+                    headers: {
+                        "X-Request-Id": components["headers"]["RequestId"];
+                        "Retry-After": components["headers"]["RetryAfter"];
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["GeneralApiResponse"];
+                    };
+                };
+                /** @description The service's storage was busy; send the request again after Retry-After */
+                503: {
+                    headers: {
+                        "X-Request-Id": components["headers"]["RequestId"];
+                        /** @description Seconds to wait; sent when the storage was busy */
+                        "Retry-After"?: number;
                         [name: string]: unknown;
                     };
                     content: {
@@ -355,15 +609,41 @@ export interface paths {
                 /** @description The session is revoked */
                 200: {
                     headers: {
+                        "X-Request-Id": components["headers"]["RequestId"];
                         [name: string]: unknown;
                     };
                     content: {
                         "application/json": components["schemas"]["GeneralApiResponse"];
                     };
                 };
-                /** @description Missing or invalid access token */
+                /** @description Missing or invalid access token: no Authorization: Bearer header, or a token malformed, expired or revoked, or whose user has not accepted the current terms of service */
                 401: {
                     headers: {
+                        "X-Request-Id": components["headers"]["RequestId"];
+                        "WWW-Authenticate": components["headers"]["WwwAuthenticate"];
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["GeneralApiResponse"];
+                    };
+                };
+                /** @description Too many requests by this user: more in a minute than the deployment allows (1,200 by default); see Retry-After */
+                429: {
+                    headers: {
+                        "X-Request-Id": components["headers"]["RequestId"];
+                        "Retry-After": components["headers"]["RetryAfter"];
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["GeneralApiResponse"];
+                    };
+                };
+                /** @description The service's storage was busy; send the request again after Retry-After */
+                503: {
+                    headers: {
+                        "X-Request-Id": components["headers"]["RequestId"];
+                        /** @description Seconds to wait; sent when the storage was busy */
+                        "Retry-After"?: number;
                         [name: string]: unknown;
                     };
                     content: {
@@ -401,15 +681,41 @@ export interface paths {
                 /** @description The caller */
                 200: {
                     headers: {
+                        "X-Request-Id": components["headers"]["RequestId"];
                         [name: string]: unknown;
                     };
                     content: {
                         "application/json": components["schemas"]["MeResponse"];
                     };
                 };
-                /** @description Missing or invalid access token */
+                /** @description Missing or invalid access token: no Authorization: Bearer header, or a token malformed, expired or revoked, or whose user has not accepted the current terms of service */
                 401: {
                     headers: {
+                        "X-Request-Id": components["headers"]["RequestId"];
+                        "WWW-Authenticate": components["headers"]["WwwAuthenticate"];
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["GeneralApiResponse"];
+                    };
+                };
+                /** @description Too many requests by this user: more in a minute than the deployment allows (1,200 by default); see Retry-After */
+                429: {
+                    headers: {
+                        "X-Request-Id": components["headers"]["RequestId"];
+                        "Retry-After": components["headers"]["RetryAfter"];
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["GeneralApiResponse"];
+                    };
+                };
+                /** @description The service's storage was busy; send the request again after Retry-After */
+                503: {
+                    headers: {
+                        "X-Request-Id": components["headers"]["RequestId"];
+                        /** @description Seconds to wait; sent when the storage was busy */
+                        "Retry-After"?: number;
                         [name: string]: unknown;
                     };
                     content: {
@@ -446,15 +752,41 @@ export interface paths {
                 /** @description The datasets owned by the caller, by name */
                 200: {
                     headers: {
+                        "X-Request-Id": components["headers"]["RequestId"];
                         [name: string]: unknown;
                     };
                     content: {
                         "application/json": components["schemas"]["DatasetListResponse"];
                     };
                 };
-                /** @description Missing or invalid access token */
+                /** @description Missing or invalid access token: no Authorization: Bearer header, or a token malformed, expired or revoked, or whose user has not accepted the current terms of service */
                 401: {
                     headers: {
+                        "X-Request-Id": components["headers"]["RequestId"];
+                        "WWW-Authenticate": components["headers"]["WwwAuthenticate"];
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["GeneralApiResponse"];
+                    };
+                };
+                /** @description Too many requests by this user: more in a minute than the deployment allows (1,200 by default); see Retry-After */
+                429: {
+                    headers: {
+                        "X-Request-Id": components["headers"]["RequestId"];
+                        "Retry-After": components["headers"]["RetryAfter"];
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["GeneralApiResponse"];
+                    };
+                };
+                /** @description The service's storage was busy; send the request again after Retry-After */
+                503: {
+                    headers: {
+                        "X-Request-Id": components["headers"]["RequestId"];
+                        /** @description Seconds to wait; sent when the storage was busy */
+                        "Retry-After"?: number;
                         [name: string]: unknown;
                     };
                     content: {
@@ -494,15 +826,41 @@ export interface paths {
                 /** @description The datasets the caller sees */
                 200: {
                     headers: {
+                        "X-Request-Id": components["headers"]["RequestId"];
                         [name: string]: unknown;
                     };
                     content: {
                         "application/json": components["schemas"]["CatalogResponse"];
                     };
                 };
-                /** @description Missing or invalid access token */
+                /** @description Missing or invalid access token: no Authorization: Bearer header, or a token malformed, expired or revoked, or whose user has not accepted the current terms of service */
                 401: {
                     headers: {
+                        "X-Request-Id": components["headers"]["RequestId"];
+                        "WWW-Authenticate": components["headers"]["WwwAuthenticate"];
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["GeneralApiResponse"];
+                    };
+                };
+                /** @description Too many requests by this user: more in a minute than the deployment allows (1,200 by default); see Retry-After */
+                429: {
+                    headers: {
+                        "X-Request-Id": components["headers"]["RequestId"];
+                        "Retry-After": components["headers"]["RetryAfter"];
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["GeneralApiResponse"];
+                    };
+                };
+                /** @description The service's storage was busy; send the request again after Retry-After */
+                503: {
+                    headers: {
+                        "X-Request-Id": components["headers"]["RequestId"];
+                        /** @description Seconds to wait; sent when the storage was busy */
+                        "Retry-After"?: number;
                         [name: string]: unknown;
                     };
                     content: {
@@ -542,15 +900,41 @@ export interface paths {
                 /** @description The items and their columns */
                 200: {
                     headers: {
+                        "X-Request-Id": components["headers"]["RequestId"];
                         [name: string]: unknown;
                     };
                     content: {
                         "application/json": components["schemas"]["CatalogColumnsResponse"];
                     };
                 };
-                /** @description Missing or invalid access token */
+                /** @description Missing or invalid access token: no Authorization: Bearer header, or a token malformed, expired or revoked, or whose user has not accepted the current terms of service */
                 401: {
                     headers: {
+                        "X-Request-Id": components["headers"]["RequestId"];
+                        "WWW-Authenticate": components["headers"]["WwwAuthenticate"];
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["GeneralApiResponse"];
+                    };
+                };
+                /** @description Too many requests by this user: more in a minute than the deployment allows (1,200 by default); see Retry-After */
+                429: {
+                    headers: {
+                        "X-Request-Id": components["headers"]["RequestId"];
+                        "Retry-After": components["headers"]["RetryAfter"];
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["GeneralApiResponse"];
+                    };
+                };
+                /** @description The service's storage was busy; send the request again after Retry-After */
+                503: {
+                    headers: {
+                        "X-Request-Id": components["headers"]["RequestId"];
+                        /** @description Seconds to wait; sent when the storage was busy */
+                        "Retry-After"?: number;
                         [name: string]: unknown;
                     };
                     content: {
@@ -592,15 +976,18 @@ export interface paths {
                 /** @description The account's datasets visible to the caller, by name */
                 200: {
                     headers: {
+                        "X-Request-Id": components["headers"]["RequestId"];
                         [name: string]: unknown;
                     };
                     content: {
                         "application/json": components["schemas"]["DatasetListResponse"];
                     };
                 };
-                /** @description Missing or invalid access token */
+                /** @description Missing or invalid access token: no Authorization: Bearer header, or a token malformed, expired or revoked, or whose user has not accepted the current terms of service */
                 401: {
                     headers: {
+                        "X-Request-Id": components["headers"]["RequestId"];
+                        "WWW-Authenticate": components["headers"]["WwwAuthenticate"];
                         [name: string]: unknown;
                     };
                     content: {
@@ -610,6 +997,30 @@ export interface paths {
                 /** @description The account name breaks the naming rules */
                 404: {
                     headers: {
+                        "X-Request-Id": components["headers"]["RequestId"];
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["GeneralApiResponse"];
+                    };
+                };
+                /** @description Too many requests by this user: more in a minute than the deployment allows (1,200 by default); see Retry-After */
+                429: {
+                    headers: {
+                        "X-Request-Id": components["headers"]["RequestId"];
+                        "Retry-After": components["headers"]["RetryAfter"];
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["GeneralApiResponse"];
+                    };
+                };
+                /** @description The service's storage was busy; send the request again after Retry-After */
+                503: {
+                    headers: {
+                        "X-Request-Id": components["headers"]["RequestId"];
+                        /** @description Seconds to wait; sent when the storage was busy */
+                        "Retry-After"?: number;
                         [name: string]: unknown;
                     };
                     content: {
@@ -649,15 +1060,18 @@ export interface paths {
                 /** @description The dataset's data items, by name */
                 200: {
                     headers: {
+                        "X-Request-Id": components["headers"]["RequestId"];
                         [name: string]: unknown;
                     };
                     content: {
                         "application/json": components["schemas"]["DataListResponse"];
                     };
                 };
-                /** @description Missing or invalid access token */
+                /** @description Missing or invalid access token: no Authorization: Bearer header, or a token malformed, expired or revoked, or whose user has not accepted the current terms of service */
                 401: {
                     headers: {
+                        "X-Request-Id": components["headers"]["RequestId"];
+                        "WWW-Authenticate": components["headers"]["WwwAuthenticate"];
                         [name: string]: unknown;
                     };
                     content: {
@@ -667,6 +1081,30 @@ export interface paths {
                 /** @description Dataset does not exist or caller may not see it */
                 404: {
                     headers: {
+                        "X-Request-Id": components["headers"]["RequestId"];
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["GeneralApiResponse"];
+                    };
+                };
+                /** @description Too many requests by this user: more in a minute than the deployment allows (1,200 by default); see Retry-After */
+                429: {
+                    headers: {
+                        "X-Request-Id": components["headers"]["RequestId"];
+                        "Retry-After": components["headers"]["RetryAfter"];
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["GeneralApiResponse"];
+                    };
+                };
+                /** @description The service's storage was busy; send the request again after Retry-After */
+                503: {
+                    headers: {
+                        "X-Request-Id": components["headers"]["RequestId"];
+                        /** @description Seconds to wait; sent when the storage was busy */
+                        "Retry-After"?: number;
                         [name: string]: unknown;
                     };
                     content: {
@@ -711,6 +1149,7 @@ export interface paths {
                 /** @description The dataset existed; the given settings are applied */
                 200: {
                     headers: {
+                        "X-Request-Id": components["headers"]["RequestId"];
                         [name: string]: unknown;
                     };
                     content: {
@@ -720,6 +1159,7 @@ export interface paths {
                 /** @description The dataset was created */
                 201: {
                     headers: {
+                        "X-Request-Id": components["headers"]["RequestId"];
                         [name: string]: unknown;
                     };
                     content: {
@@ -729,15 +1169,18 @@ export interface paths {
                 /** @description Invalid name, malformed JSON, or invalid settings */
                 400: {
                     headers: {
+                        "X-Request-Id": components["headers"]["RequestId"];
                         [name: string]: unknown;
                     };
                     content: {
                         "application/json": components["schemas"]["GeneralApiResponse"];
                     };
                 };
-                /** @description Missing or invalid access token */
+                /** @description Missing or invalid access token: no Authorization: Bearer header, or a token malformed, expired or revoked, or whose user has not accepted the current terms of service */
                 401: {
                     headers: {
+                        "X-Request-Id": components["headers"]["RequestId"];
+                        "WWW-Authenticate": components["headers"]["WwwAuthenticate"];
                         [name: string]: unknown;
                     };
                     content: {
@@ -747,6 +1190,30 @@ export interface paths {
                 /** @description The caller may not create datasets under that account */
                 404: {
                     headers: {
+                        "X-Request-Id": components["headers"]["RequestId"];
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["GeneralApiResponse"];
+                    };
+                };
+                /** @description Too many requests by this user: more in a minute than the deployment allows (1,200 by default); see Retry-After */
+                429: {
+                    headers: {
+                        "X-Request-Id": components["headers"]["RequestId"];
+                        "Retry-After": components["headers"]["RetryAfter"];
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["GeneralApiResponse"];
+                    };
+                };
+                /** @description The service's storage was busy; send the request again after Retry-After */
+                503: {
+                    headers: {
+                        "X-Request-Id": components["headers"]["RequestId"];
+                        /** @description Seconds to wait; sent when the storage was busy */
+                        "Retry-After"?: number;
                         [name: string]: unknown;
                     };
                     content: {
@@ -772,15 +1239,18 @@ export interface paths {
                 /** @description The dataset and its data are deleted */
                 200: {
                     headers: {
+                        "X-Request-Id": components["headers"]["RequestId"];
                         [name: string]: unknown;
                     };
                     content: {
                         "application/json": components["schemas"]["GeneralApiResponse"];
                     };
                 };
-                /** @description Missing or invalid access token */
+                /** @description Missing or invalid access token: no Authorization: Bearer header, or a token malformed, expired or revoked, or whose user has not accepted the current terms of service */
                 401: {
                     headers: {
+                        "X-Request-Id": components["headers"]["RequestId"];
+                        "WWW-Authenticate": components["headers"]["WwwAuthenticate"];
                         [name: string]: unknown;
                     };
                     content: {
@@ -790,6 +1260,30 @@ export interface paths {
                 /** @description Dataset does not exist or caller does not own it */
                 404: {
                     headers: {
+                        "X-Request-Id": components["headers"]["RequestId"];
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["GeneralApiResponse"];
+                    };
+                };
+                /** @description Too many requests by this user: more in a minute than the deployment allows (1,200 by default); see Retry-After */
+                429: {
+                    headers: {
+                        "X-Request-Id": components["headers"]["RequestId"];
+                        "Retry-After": components["headers"]["RetryAfter"];
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["GeneralApiResponse"];
+                    };
+                };
+                /** @description The service's storage was busy; send the request again after Retry-After */
+                503: {
+                    headers: {
+                        "X-Request-Id": components["headers"]["RequestId"];
+                        /** @description Seconds to wait; sent when the storage was busy */
+                        "Retry-After"?: number;
                         [name: string]: unknown;
                     };
                     content: {
@@ -826,15 +1320,18 @@ export interface paths {
                 /** @description The grants, by account name */
                 200: {
                     headers: {
+                        "X-Request-Id": components["headers"]["RequestId"];
                         [name: string]: unknown;
                     };
                     content: {
                         "application/json": components["schemas"]["GrantListResponse"];
                     };
                 };
-                /** @description Missing or invalid access token */
+                /** @description Missing or invalid access token: no Authorization: Bearer header, or a token malformed, expired or revoked, or whose user has not accepted the current terms of service */
                 401: {
                     headers: {
+                        "X-Request-Id": components["headers"]["RequestId"];
+                        "WWW-Authenticate": components["headers"]["WwwAuthenticate"];
                         [name: string]: unknown;
                     };
                     content: {
@@ -844,6 +1341,30 @@ export interface paths {
                 /** @description Dataset does not exist or caller does not own it */
                 404: {
                     headers: {
+                        "X-Request-Id": components["headers"]["RequestId"];
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["GeneralApiResponse"];
+                    };
+                };
+                /** @description Too many requests by this user: more in a minute than the deployment allows (1,200 by default); see Retry-After */
+                429: {
+                    headers: {
+                        "X-Request-Id": components["headers"]["RequestId"];
+                        "Retry-After": components["headers"]["RetryAfter"];
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["GeneralApiResponse"];
+                    };
+                };
+                /** @description The service's storage was busy; send the request again after Retry-After */
+                503: {
+                    headers: {
+                        "X-Request-Id": components["headers"]["RequestId"];
+                        /** @description Seconds to wait; sent when the storage was busy */
+                        "Retry-After"?: number;
                         [name: string]: unknown;
                     };
                     content: {
@@ -889,6 +1410,7 @@ export interface paths {
                 /** @description The grant is in place */
                 200: {
                     headers: {
+                        "X-Request-Id": components["headers"]["RequestId"];
                         [name: string]: unknown;
                     };
                     content: {
@@ -898,15 +1420,18 @@ export interface paths {
                 /** @description Invalid permission, or a grant to the owner */
                 400: {
                     headers: {
+                        "X-Request-Id": components["headers"]["RequestId"];
                         [name: string]: unknown;
                     };
                     content: {
                         "application/json": components["schemas"]["GeneralApiResponse"];
                     };
                 };
-                /** @description Missing or invalid access token */
+                /** @description Missing or invalid access token: no Authorization: Bearer header, or a token malformed, expired or revoked, or whose user has not accepted the current terms of service */
                 401: {
                     headers: {
+                        "X-Request-Id": components["headers"]["RequestId"];
+                        "WWW-Authenticate": components["headers"]["WwwAuthenticate"];
                         [name: string]: unknown;
                     };
                     content: {
@@ -916,6 +1441,40 @@ export interface paths {
                 /** @description Dataset or grantee account does not exist, or caller does not own the dataset */
                 404: {
                     headers: {
+                        "X-Request-Id": components["headers"]["RequestId"];
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["GeneralApiResponse"];
+                    };
+                };
+                /** @description The body is not application/json */
+                415: {
+                    headers: {
+                        "X-Request-Id": components["headers"]["RequestId"];
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["GeneralApiResponse"];
+                    };
+                };
+                /** @description Too many requests by this user: more in a minute than the deployment allows (1,200 by default); see Retry-After */
+                429: {
+                    headers: {
+                        "X-Request-Id": components["headers"]["RequestId"];
+                        "Retry-After": components["headers"]["RetryAfter"];
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["GeneralApiResponse"];
+                    };
+                };
+                /** @description The service's storage was busy; send the request again after Retry-After */
+                503: {
+                    headers: {
+                        "X-Request-Id": components["headers"]["RequestId"];
+                        /** @description Seconds to wait; sent when the storage was busy */
+                        "Retry-After"?: number;
                         [name: string]: unknown;
                     };
                     content: {
@@ -942,15 +1501,18 @@ export interface paths {
                 /** @description The grant is gone */
                 200: {
                     headers: {
+                        "X-Request-Id": components["headers"]["RequestId"];
                         [name: string]: unknown;
                     };
                     content: {
                         "application/json": components["schemas"]["GeneralApiResponse"];
                     };
                 };
-                /** @description Missing or invalid access token */
+                /** @description Missing or invalid access token: no Authorization: Bearer header, or a token malformed, expired or revoked, or whose user has not accepted the current terms of service */
                 401: {
                     headers: {
+                        "X-Request-Id": components["headers"]["RequestId"];
+                        "WWW-Authenticate": components["headers"]["WwwAuthenticate"];
                         [name: string]: unknown;
                     };
                     content: {
@@ -960,6 +1522,30 @@ export interface paths {
                 /** @description Dataset or grant does not exist, or caller does not own the dataset */
                 404: {
                     headers: {
+                        "X-Request-Id": components["headers"]["RequestId"];
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["GeneralApiResponse"];
+                    };
+                };
+                /** @description Too many requests by this user: more in a minute than the deployment allows (1,200 by default); see Retry-After */
+                429: {
+                    headers: {
+                        "X-Request-Id": components["headers"]["RequestId"];
+                        "Retry-After": components["headers"]["RetryAfter"];
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["GeneralApiResponse"];
+                    };
+                };
+                /** @description The service's storage was busy; send the request again after Retry-After */
+                503: {
+                    headers: {
+                        "X-Request-Id": components["headers"]["RequestId"];
+                        /** @description Seconds to wait; sent when the storage was busy */
+                        "Retry-After"?: number;
                         [name: string]: unknown;
                     };
                     content: {
@@ -1006,6 +1592,7 @@ export interface paths {
                 /** @description The file is registered */
                 200: {
                     headers: {
+                        "X-Request-Id": components["headers"]["RequestId"];
                         [name: string]: unknown;
                     };
                     content: {
@@ -1015,15 +1602,18 @@ export interface paths {
                 /** @description Multiple files received, a missing or malformed part, or a file that breaks its schema */
                 400: {
                     headers: {
+                        "X-Request-Id": components["headers"]["RequestId"];
                         [name: string]: unknown;
                     };
                     content: {
                         "application/json": components["schemas"]["GeneralApiResponse"];
                     };
                 };
-                /** @description Missing or invalid access token */
+                /** @description Missing or invalid access token: no Authorization: Bearer header, or a token malformed, expired or revoked, or whose user has not accepted the current terms of service */
                 401: {
                     headers: {
+                        "X-Request-Id": components["headers"]["RequestId"];
+                        "WWW-Authenticate": components["headers"]["WwwAuthenticate"];
                         [name: string]: unknown;
                     };
                     content: {
@@ -1033,6 +1623,7 @@ export interface paths {
                 /** @description Dataset does not exist or caller is not eligible to upload */
                 404: {
                     headers: {
+                        "X-Request-Id": components["headers"]["RequestId"];
                         [name: string]: unknown;
                     };
                     content: {
@@ -1042,6 +1633,7 @@ export interface paths {
                 /** @description The file is larger than the upload limit */
                 413: {
                     headers: {
+                        "X-Request-Id": components["headers"]["RequestId"];
                         [name: string]: unknown;
                     };
                     content: {
@@ -1051,6 +1643,30 @@ export interface paths {
                 /** @description The body is not multipart/form-data */
                 415: {
                     headers: {
+                        "X-Request-Id": components["headers"]["RequestId"];
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["GeneralApiResponse"];
+                    };
+                };
+                /** @description Too many requests by this user: more in a minute than the deployment allows (1,200 by default); see Retry-After */
+                429: {
+                    headers: {
+                        "X-Request-Id": components["headers"]["RequestId"];
+                        "Retry-After": components["headers"]["RetryAfter"];
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["GeneralApiResponse"];
+                    };
+                };
+                /** @description The service's storage was busy; send the request again after Retry-After */
+                503: {
+                    headers: {
+                        "X-Request-Id": components["headers"]["RequestId"];
+                        /** @description Seconds to wait; sent when the storage was busy */
+                        "Retry-After"?: number;
                         [name: string]: unknown;
                     };
                     content: {
@@ -1076,15 +1692,18 @@ export interface paths {
                 /** @description The data item is deleted */
                 200: {
                     headers: {
+                        "X-Request-Id": components["headers"]["RequestId"];
                         [name: string]: unknown;
                     };
                     content: {
                         "application/json": components["schemas"]["GeneralApiResponse"];
                     };
                 };
-                /** @description Missing or invalid access token */
+                /** @description Missing or invalid access token: no Authorization: Bearer header, or a token malformed, expired or revoked, or whose user has not accepted the current terms of service */
                 401: {
                     headers: {
+                        "X-Request-Id": components["headers"]["RequestId"];
+                        "WWW-Authenticate": components["headers"]["WwwAuthenticate"];
                         [name: string]: unknown;
                     };
                     content: {
@@ -1094,6 +1713,30 @@ export interface paths {
                 /** @description Data does not exist or caller may not write to the dataset */
                 404: {
                     headers: {
+                        "X-Request-Id": components["headers"]["RequestId"];
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["GeneralApiResponse"];
+                    };
+                };
+                /** @description Too many requests by this user: more in a minute than the deployment allows (1,200 by default); see Retry-After */
+                429: {
+                    headers: {
+                        "X-Request-Id": components["headers"]["RequestId"];
+                        "Retry-After": components["headers"]["RetryAfter"];
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["GeneralApiResponse"];
+                    };
+                };
+                /** @description The service's storage was busy; send the request again after Retry-After */
+                503: {
+                    headers: {
+                        "X-Request-Id": components["headers"]["RequestId"];
+                        /** @description Seconds to wait; sent when the storage was busy */
+                        "Retry-After"?: number;
                         [name: string]: unknown;
                     };
                     content: {
@@ -1134,13 +1777,18 @@ export interface paths {
                 /** @description Redirect to the download URL */
                 302: {
                     headers: {
+                        "X-Request-Id": components["headers"]["RequestId"];
+                        /** @description A short-lived URL that needs no token: the service's signed /download/… URL, or an R2 presigned URL where the deployment has R2 credentials. A GET there answers the file with Content-Disposition: attachment; filename="…"; filename*=UTF-8''… (the name to save it under), Content-Length, ETag and Accept-Ranges: bytes; a Range request answers 206 with Content-Range (416 outside the file); an expired or altered link answers 403 */
+                        Location: string;
                         [name: string]: unknown;
                     };
                     content?: never;
                 };
-                /** @description Missing or invalid access token */
+                /** @description Missing or invalid access token: no Authorization: Bearer header, or a token malformed, expired or revoked, or whose user has not accepted the current terms of service */
                 401: {
                     headers: {
+                        "X-Request-Id": components["headers"]["RequestId"];
+                        "WWW-Authenticate": components["headers"]["WwwAuthenticate"];
                         [name: string]: unknown;
                     };
                     content: {
@@ -1150,6 +1798,30 @@ export interface paths {
                 /** @description Data does not exist or caller may not download it */
                 404: {
                     headers: {
+                        "X-Request-Id": components["headers"]["RequestId"];
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["GeneralApiResponse"];
+                    };
+                };
+                /** @description Too many requests by this user: more in a minute than the deployment allows (1,200 by default); see Retry-After */
+                429: {
+                    headers: {
+                        "X-Request-Id": components["headers"]["RequestId"];
+                        "Retry-After": components["headers"]["RetryAfter"];
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["GeneralApiResponse"];
+                    };
+                };
+                /** @description The service's storage was busy; send the request again after Retry-After */
+                503: {
+                    headers: {
+                        "X-Request-Id": components["headers"]["RequestId"];
+                        /** @description Seconds to wait; sent when the storage was busy */
+                        "Retry-After"?: number;
                         [name: string]: unknown;
                     };
                     content: {
@@ -1193,15 +1865,18 @@ export interface paths {
                 /** @description The schema */
                 200: {
                     headers: {
+                        "X-Request-Id": components["headers"]["RequestId"];
                         [name: string]: unknown;
                     };
                     content: {
                         "application/json": components["schemas"]["DataSchemaResponse"];
                     };
                 };
-                /** @description Missing or invalid access token */
+                /** @description Missing or invalid access token: no Authorization: Bearer header, or a token malformed, expired or revoked, or whose user has not accepted the current terms of service */
                 401: {
                     headers: {
+                        "X-Request-Id": components["headers"]["RequestId"];
+                        "WWW-Authenticate": components["headers"]["WwwAuthenticate"];
                         [name: string]: unknown;
                     };
                     content: {
@@ -1211,6 +1886,30 @@ export interface paths {
                 /** @description Data does not exist or caller may not see it */
                 404: {
                     headers: {
+                        "X-Request-Id": components["headers"]["RequestId"];
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["GeneralApiResponse"];
+                    };
+                };
+                /** @description Too many requests by this user: more in a minute than the deployment allows (1,200 by default); see Retry-After */
+                429: {
+                    headers: {
+                        "X-Request-Id": components["headers"]["RequestId"];
+                        "Retry-After": components["headers"]["RetryAfter"];
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["GeneralApiResponse"];
+                    };
+                };
+                /** @description The service's storage was busy; send the request again after Retry-After */
+                503: {
+                    headers: {
+                        "X-Request-Id": components["headers"]["RequestId"];
+                        /** @description Seconds to wait; sent when the storage was busy */
+                        "Retry-After"?: number;
                         [name: string]: unknown;
                     };
                     content: {
@@ -1254,15 +1953,18 @@ export interface paths {
                 /** @description How the data item is stored */
                 200: {
                     headers: {
+                        "X-Request-Id": components["headers"]["RequestId"];
                         [name: string]: unknown;
                     };
                     content: {
                         "application/json": components["schemas"]["DataStorageResponse"];
                     };
                 };
-                /** @description Missing or invalid access token */
+                /** @description Missing or invalid access token: no Authorization: Bearer header, or a token malformed, expired or revoked, or whose user has not accepted the current terms of service */
                 401: {
                     headers: {
+                        "X-Request-Id": components["headers"]["RequestId"];
+                        "WWW-Authenticate": components["headers"]["WwwAuthenticate"];
                         [name: string]: unknown;
                     };
                     content: {
@@ -1272,6 +1974,30 @@ export interface paths {
                 /** @description Data does not exist or caller may not see it */
                 404: {
                     headers: {
+                        "X-Request-Id": components["headers"]["RequestId"];
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["GeneralApiResponse"];
+                    };
+                };
+                /** @description Too many requests by this user: more in a minute than the deployment allows (1,200 by default); see Retry-After */
+                429: {
+                    headers: {
+                        "X-Request-Id": components["headers"]["RequestId"];
+                        "Retry-After": components["headers"]["RetryAfter"];
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["GeneralApiResponse"];
+                    };
+                };
+                /** @description The service's storage was busy; send the request again after Retry-After */
+                503: {
+                    headers: {
+                        "X-Request-Id": components["headers"]["RequestId"];
+                        /** @description Seconds to wait; sent when the storage was busy */
+                        "Retry-After"?: number;
                         [name: string]: unknown;
                     };
                     content: {
@@ -1317,6 +2043,7 @@ export interface paths {
                 /** @description Whether the query is valid, and what it would return and read */
                 200: {
                     headers: {
+                        "X-Request-Id": components["headers"]["RequestId"];
                         [name: string]: unknown;
                     };
                     content: {
@@ -1326,15 +2053,18 @@ export interface paths {
                 /** @description No JSON body, no Sql string, or Parameters of the wrong shape */
                 400: {
                     headers: {
+                        "X-Request-Id": components["headers"]["RequestId"];
                         [name: string]: unknown;
                     };
                     content: {
                         "application/json": components["schemas"]["GeneralApiResponse"];
                     };
                 };
-                /** @description Missing or invalid access token */
+                /** @description Missing or invalid access token: no Authorization: Bearer header, or a token malformed, expired or revoked, or whose user has not accepted the current terms of service */
                 401: {
                     headers: {
+                        "X-Request-Id": components["headers"]["RequestId"];
+                        "WWW-Authenticate": components["headers"]["WwwAuthenticate"];
                         [name: string]: unknown;
                     };
                     content: {
@@ -1344,6 +2074,40 @@ export interface paths {
                 /** @description A body larger than Sql and Parameters at their length limit can be */
                 413: {
                     headers: {
+                        "X-Request-Id": components["headers"]["RequestId"];
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["GeneralApiResponse"];
+                    };
+                };
+                /** @description The body is not application/json */
+                415: {
+                    headers: {
+                        "X-Request-Id": components["headers"]["RequestId"];
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["GeneralApiResponse"];
+                    };
+                };
+                /** @description Too many requests by this user: more in a minute than the deployment allows (1,200 by default); see Retry-After */
+                429: {
+                    headers: {
+                        "X-Request-Id": components["headers"]["RequestId"];
+                        "Retry-After": components["headers"]["RetryAfter"];
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["GeneralApiResponse"];
+                    };
+                };
+                /** @description The service's storage was busy; send the request again after Retry-After */
+                503: {
+                    headers: {
+                        "X-Request-Id": components["headers"]["RequestId"];
+                        /** @description Seconds to wait; sent when the storage was busy */
+                        "Retry-After"?: number;
                         [name: string]: unknown;
                     };
                     content: {
@@ -1390,6 +2154,9 @@ export interface paths {
                 /** @description The query is queued (or, with Prefer: wait, has ended or is still going) */
                 200: {
                     headers: {
+                        "X-Request-Id": components["headers"]["RequestId"];
+                        /** @description With Prefer: wait=N, the wait applied: wait=N, N at most 30 */
+                        "Preference-Applied"?: string;
                         [name: string]: unknown;
                     };
                     content: {
@@ -1399,15 +2166,18 @@ export interface paths {
                 /** @description No JSON body, no Sql string, empty or over-long text, Parameters that do not match the placeholders, an Idempotency-Key reused with other SQL or Parameters, or a Callback.Url the webhook rules refuse (the message names the rule) */
                 400: {
                     headers: {
+                        "X-Request-Id": components["headers"]["RequestId"];
                         [name: string]: unknown;
                     };
                     content: {
                         "application/json": components["schemas"]["GeneralApiResponse"];
                     };
                 };
-                /** @description Missing or invalid access token */
+                /** @description Missing or invalid access token: no Authorization: Bearer header, or a token malformed, expired or revoked, or whose user has not accepted the current terms of service */
                 401: {
                     headers: {
+                        "X-Request-Id": components["headers"]["RequestId"];
+                        "WWW-Authenticate": components["headers"]["WwwAuthenticate"];
                         [name: string]: unknown;
                     };
                     content: {
@@ -1417,6 +2187,8 @@ export interface paths {
                 /** @description A submit with this Idempotency-Key is still being queued; send it again after Retry-After */
                 409: {
                     headers: {
+                        "X-Request-Id": components["headers"]["RequestId"];
+                        "Retry-After": components["headers"]["RetryAfter"];
                         [name: string]: unknown;
                     };
                     content: {
@@ -1426,24 +2198,40 @@ export interface paths {
                 /** @description A body larger than Sql and Parameters at their length limit can be */
                 413: {
                     headers: {
+                        "X-Request-Id": components["headers"]["RequestId"];
                         [name: string]: unknown;
                     };
                     content: {
                         "application/json": components["schemas"]["GeneralApiResponse"];
                     };
                 };
-                /** @description Too many of your queries are waiting (QUERY_MAX_QUEUED_PER_USER), or too many requests; see Retry-After */
+                /** @description The body is not application/json */
+                415: {
+                    headers: {
+                        "X-Request-Id": components["headers"]["RequestId"];
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["GeneralApiResponse"];
+                    };
+                };
+                /** @description Too many of your queries are waiting (QUERY_MAX_QUEUED_PER_USER); see Retry-After; or: Too many requests by this user: more in a minute than the deployment allows (1,200 by default); see Retry-After */
                 429: {
                     headers: {
+                        "X-Request-Id": components["headers"]["RequestId"];
+                        "Retry-After": components["headers"]["RetryAfter"];
                         [name: string]: unknown;
                     };
                     content: {
                         "application/json": components["schemas"]["GeneralApiResponse"];
                     };
                 };
-                /** @description The query could not be queued */
+                /** @description The query could not be queued; or: The service's storage was busy; send the request again after Retry-After */
                 503: {
                     headers: {
+                        "X-Request-Id": components["headers"]["RequestId"];
+                        /** @description Seconds to wait; sent when the storage was busy */
+                        "Retry-After"?: number;
                         [name: string]: unknown;
                     };
                     content: {
@@ -1480,15 +2268,18 @@ export interface paths {
                 /** @description The status */
                 200: {
                     headers: {
+                        "X-Request-Id": components["headers"]["RequestId"];
                         [name: string]: unknown;
                     };
                     content: {
                         "application/json": components["schemas"]["QueryStatusResponse"];
                     };
                 };
-                /** @description Missing or invalid access token */
+                /** @description Missing or invalid access token: no Authorization: Bearer header, or a token malformed, expired or revoked, or whose user has not accepted the current terms of service */
                 401: {
                     headers: {
+                        "X-Request-Id": components["headers"]["RequestId"];
+                        "WWW-Authenticate": components["headers"]["WwwAuthenticate"];
                         [name: string]: unknown;
                     };
                     content: {
@@ -1498,6 +2289,30 @@ export interface paths {
                 /** @description Query does not exist or is not the caller's */
                 404: {
                     headers: {
+                        "X-Request-Id": components["headers"]["RequestId"];
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["GeneralApiResponse"];
+                    };
+                };
+                /** @description Too many requests by this user: more in a minute than the deployment allows (1,200 by default); see Retry-After */
+                429: {
+                    headers: {
+                        "X-Request-Id": components["headers"]["RequestId"];
+                        "Retry-After": components["headers"]["RetryAfter"];
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["GeneralApiResponse"];
+                    };
+                };
+                /** @description The service's storage was busy; send the request again after Retry-After */
+                503: {
+                    headers: {
+                        "X-Request-Id": components["headers"]["RequestId"];
+                        /** @description Seconds to wait; sent when the storage was busy */
+                        "Retry-After"?: number;
                         [name: string]: unknown;
                     };
                     content: {
@@ -1542,6 +2357,9 @@ export interface paths {
                 /** @description Redirect to the download URL of the result */
                 302: {
                     headers: {
+                        "X-Request-Id": components["headers"]["RequestId"];
+                        /** @description A short-lived URL that needs no token: the service's signed /download/… URL, or an R2 presigned URL where the deployment has R2 credentials. A GET there answers the file with Content-Disposition: attachment; filename="…"; filename*=UTF-8''… (the name to save it under), Content-Length, ETag and Accept-Ranges: bytes; a Range request answers 206 with Content-Range (416 outside the file); an expired or altered link answers 403 */
+                        Location: string;
                         [name: string]: unknown;
                     };
                     content?: never;
@@ -1549,15 +2367,18 @@ export interface paths {
                 /** @description The query is still running, or it failed or was cancelled (the message says which and why) */
                 400: {
                     headers: {
+                        "X-Request-Id": components["headers"]["RequestId"];
                         [name: string]: unknown;
                     };
                     content: {
                         "application/json": components["schemas"]["GeneralApiResponse"];
                     };
                 };
-                /** @description Missing or invalid access token */
+                /** @description Missing or invalid access token: no Authorization: Bearer header, or a token malformed, expired or revoked, or whose user has not accepted the current terms of service */
                 401: {
                     headers: {
+                        "X-Request-Id": components["headers"]["RequestId"];
+                        "WWW-Authenticate": components["headers"]["WwwAuthenticate"];
                         [name: string]: unknown;
                     };
                     content: {
@@ -1567,6 +2388,7 @@ export interface paths {
                 /** @description Query does not exist or is not the caller's */
                 404: {
                     headers: {
+                        "X-Request-Id": components["headers"]["RequestId"];
                         [name: string]: unknown;
                     };
                     content: {
@@ -1576,6 +2398,30 @@ export interface paths {
                 /** @description The result has expired and was deleted */
                 410: {
                     headers: {
+                        "X-Request-Id": components["headers"]["RequestId"];
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["GeneralApiResponse"];
+                    };
+                };
+                /** @description Too many requests by this user: more in a minute than the deployment allows (1,200 by default); see Retry-After */
+                429: {
+                    headers: {
+                        "X-Request-Id": components["headers"]["RequestId"];
+                        "Retry-After": components["headers"]["RetryAfter"];
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["GeneralApiResponse"];
+                    };
+                };
+                /** @description The service's storage was busy; send the request again after Retry-After */
+                503: {
+                    headers: {
+                        "X-Request-Id": components["headers"]["RequestId"];
+                        /** @description Seconds to wait; sent when the storage was busy */
+                        "Retry-After"?: number;
                         [name: string]: unknown;
                     };
                     content: {
@@ -1617,15 +2463,18 @@ export interface paths {
                 /** @description The result schema */
                 200: {
                     headers: {
+                        "X-Request-Id": components["headers"]["RequestId"];
                         [name: string]: unknown;
                     };
                     content: {
                         "application/json": components["schemas"]["DataSchemaResponse"];
                     };
                 };
-                /** @description Missing or invalid access token */
+                /** @description Missing or invalid access token: no Authorization: Bearer header, or a token malformed, expired or revoked, or whose user has not accepted the current terms of service */
                 401: {
                     headers: {
+                        "X-Request-Id": components["headers"]["RequestId"];
+                        "WWW-Authenticate": components["headers"]["WwwAuthenticate"];
                         [name: string]: unknown;
                     };
                     content: {
@@ -1635,6 +2484,30 @@ export interface paths {
                 /** @description No such query of the caller's, or no result yet */
                 404: {
                     headers: {
+                        "X-Request-Id": components["headers"]["RequestId"];
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["GeneralApiResponse"];
+                    };
+                };
+                /** @description Too many requests by this user: more in a minute than the deployment allows (1,200 by default); see Retry-After */
+                429: {
+                    headers: {
+                        "X-Request-Id": components["headers"]["RequestId"];
+                        "Retry-After": components["headers"]["RetryAfter"];
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["GeneralApiResponse"];
+                    };
+                };
+                /** @description The service's storage was busy; send the request again after Retry-After */
+                503: {
+                    headers: {
+                        "X-Request-Id": components["headers"]["RequestId"];
+                        /** @description Seconds to wait; sent when the storage was busy */
+                        "Retry-After"?: number;
                         [name: string]: unknown;
                     };
                     content: {
@@ -1675,6 +2548,7 @@ export interface paths {
                 /** @description The query is cancelled */
                 200: {
                     headers: {
+                        "X-Request-Id": components["headers"]["RequestId"];
                         [name: string]: unknown;
                     };
                     content: {
@@ -1684,15 +2558,18 @@ export interface paths {
                 /** @description The query has already ended */
                 400: {
                     headers: {
+                        "X-Request-Id": components["headers"]["RequestId"];
                         [name: string]: unknown;
                     };
                     content: {
                         "application/json": components["schemas"]["GeneralApiResponse"];
                     };
                 };
-                /** @description Missing or invalid access token */
+                /** @description Missing or invalid access token: no Authorization: Bearer header, or a token malformed, expired or revoked, or whose user has not accepted the current terms of service */
                 401: {
                     headers: {
+                        "X-Request-Id": components["headers"]["RequestId"];
+                        "WWW-Authenticate": components["headers"]["WwwAuthenticate"];
                         [name: string]: unknown;
                     };
                     content: {
@@ -1702,6 +2579,30 @@ export interface paths {
                 /** @description Query does not exist or is not the caller's */
                 404: {
                     headers: {
+                        "X-Request-Id": components["headers"]["RequestId"];
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["GeneralApiResponse"];
+                    };
+                };
+                /** @description Too many requests by this user: more in a minute than the deployment allows (1,200 by default); see Retry-After */
+                429: {
+                    headers: {
+                        "X-Request-Id": components["headers"]["RequestId"];
+                        "Retry-After": components["headers"]["RetryAfter"];
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["GeneralApiResponse"];
+                    };
+                };
+                /** @description The service's storage was busy; send the request again after Retry-After */
+                503: {
+                    headers: {
+                        "X-Request-Id": components["headers"]["RequestId"];
+                        /** @description Seconds to wait; sent when the storage was busy */
+                        "Retry-After"?: number;
                         [name: string]: unknown;
                     };
                     content: {
@@ -1741,6 +2642,7 @@ export interface paths {
                 /** @description One page of the caller's queries */
                 200: {
                     headers: {
+                        "X-Request-Id": components["headers"]["RequestId"];
                         [name: string]: unknown;
                     };
                     content: {
@@ -1750,15 +2652,41 @@ export interface paths {
                 /** @description Invalid limit or cursor */
                 400: {
                     headers: {
+                        "X-Request-Id": components["headers"]["RequestId"];
                         [name: string]: unknown;
                     };
                     content: {
                         "application/json": components["schemas"]["GeneralApiResponse"];
                     };
                 };
-                /** @description Missing or invalid access token */
+                /** @description Missing or invalid access token: no Authorization: Bearer header, or a token malformed, expired or revoked, or whose user has not accepted the current terms of service */
                 401: {
                     headers: {
+                        "X-Request-Id": components["headers"]["RequestId"];
+                        "WWW-Authenticate": components["headers"]["WwwAuthenticate"];
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["GeneralApiResponse"];
+                    };
+                };
+                /** @description Too many requests by this user: more in a minute than the deployment allows (1,200 by default); see Retry-After */
+                429: {
+                    headers: {
+                        "X-Request-Id": components["headers"]["RequestId"];
+                        "Retry-After": components["headers"]["RetryAfter"];
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["GeneralApiResponse"];
+                    };
+                };
+                /** @description The service's storage was busy; send the request again after Retry-After */
+                503: {
+                    headers: {
+                        "X-Request-Id": components["headers"]["RequestId"];
+                        /** @description Seconds to wait; sent when the storage was busy */
+                        "Retry-After"?: number;
                         [name: string]: unknown;
                     };
                     content: {
@@ -1798,15 +2726,41 @@ export interface paths {
                 /** @description The secret */
                 200: {
                     headers: {
+                        "X-Request-Id": components["headers"]["RequestId"];
                         [name: string]: unknown;
                     };
                     content: {
                         "application/json": components["schemas"]["WebhookSecretResponse"];
                     };
                 };
-                /** @description Missing or invalid access token */
+                /** @description Missing or invalid access token: no Authorization: Bearer header, or a token malformed, expired or revoked, or whose user has not accepted the current terms of service */
                 401: {
                     headers: {
+                        "X-Request-Id": components["headers"]["RequestId"];
+                        "WWW-Authenticate": components["headers"]["WwwAuthenticate"];
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["GeneralApiResponse"];
+                    };
+                };
+                /** @description Too many requests by this user: more in a minute than the deployment allows (1,200 by default); see Retry-After */
+                429: {
+                    headers: {
+                        "X-Request-Id": components["headers"]["RequestId"];
+                        "Retry-After": components["headers"]["RetryAfter"];
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["GeneralApiResponse"];
+                    };
+                };
+                /** @description The service's storage was busy; send the request again after Retry-After */
+                503: {
+                    headers: {
+                        "X-Request-Id": components["headers"]["RequestId"];
+                        /** @description Seconds to wait; sent when the storage was busy */
+                        "Retry-After"?: number;
                         [name: string]: unknown;
                     };
                     content: {
@@ -1848,15 +2802,41 @@ export interface paths {
                 /** @description The new secret */
                 200: {
                     headers: {
+                        "X-Request-Id": components["headers"]["RequestId"];
                         [name: string]: unknown;
                     };
                     content: {
                         "application/json": components["schemas"]["WebhookSecretResponse"];
                     };
                 };
-                /** @description Missing or invalid access token */
+                /** @description Missing or invalid access token: no Authorization: Bearer header, or a token malformed, expired or revoked, or whose user has not accepted the current terms of service */
                 401: {
                     headers: {
+                        "X-Request-Id": components["headers"]["RequestId"];
+                        "WWW-Authenticate": components["headers"]["WwwAuthenticate"];
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["GeneralApiResponse"];
+                    };
+                };
+                /** @description Too many requests by this user: more in a minute than the deployment allows (1,200 by default); see Retry-After */
+                429: {
+                    headers: {
+                        "X-Request-Id": components["headers"]["RequestId"];
+                        "Retry-After": components["headers"]["RetryAfter"];
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["GeneralApiResponse"];
+                    };
+                };
+                /** @description The service's storage was busy; send the request again after Retry-After */
+                503: {
+                    headers: {
+                        "X-Request-Id": components["headers"]["RequestId"];
+                        /** @description Seconds to wait; sent when the storage was busy */
+                        "Retry-After"?: number;
                         [name: string]: unknown;
                     };
                     content: {
@@ -1901,6 +2881,7 @@ export interface paths {
                 /** @description One page of the result's rows */
                 200: {
                     headers: {
+                        "X-Request-Id": components["headers"]["RequestId"];
                         [name: string]: unknown;
                     };
                     content: {
@@ -1910,15 +2891,18 @@ export interface paths {
                 /** @description Invalid limit or cursor, the query is still running, or it failed or was cancelled (the message says which and why) */
                 400: {
                     headers: {
+                        "X-Request-Id": components["headers"]["RequestId"];
                         [name: string]: unknown;
                     };
                     content: {
                         "application/json": components["schemas"]["GeneralApiResponse"];
                     };
                 };
-                /** @description Missing or invalid access token */
+                /** @description Missing or invalid access token: no Authorization: Bearer header, or a token malformed, expired or revoked, or whose user has not accepted the current terms of service */
                 401: {
                     headers: {
+                        "X-Request-Id": components["headers"]["RequestId"];
+                        "WWW-Authenticate": components["headers"]["WwwAuthenticate"];
                         [name: string]: unknown;
                     };
                     content: {
@@ -1928,6 +2912,7 @@ export interface paths {
                 /** @description Query does not exist or is not the caller's */
                 404: {
                     headers: {
+                        "X-Request-Id": components["headers"]["RequestId"];
                         [name: string]: unknown;
                     };
                     content: {
@@ -1937,6 +2922,30 @@ export interface paths {
                 /** @description The result has expired and was deleted */
                 410: {
                     headers: {
+                        "X-Request-Id": components["headers"]["RequestId"];
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["GeneralApiResponse"];
+                    };
+                };
+                /** @description Too many requests by this user: more in a minute than the deployment allows (1,200 by default); see Retry-After */
+                429: {
+                    headers: {
+                        "X-Request-Id": components["headers"]["RequestId"];
+                        "Retry-After": components["headers"]["RetryAfter"];
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["GeneralApiResponse"];
+                    };
+                };
+                /** @description The service's storage was busy; send the request again after Retry-After */
+                503: {
+                    headers: {
+                        "X-Request-Id": components["headers"]["RequestId"];
+                        /** @description Seconds to wait; sent when the storage was busy */
+                        "Retry-After"?: number;
                         [name: string]: unknown;
                     };
                     content: {
@@ -2167,7 +3176,7 @@ export interface components {
              * Format: binary
              * @description CSV file, possibly gzipped. An unquoted empty field is NULL; a quoted "" is the empty string in a STRING column and NULL in any other. TIMESTAMP values (T or a space, optional zone) are stored in UTC as YYYY-MM-DD HH:MM:SS[.fff]
              */
-            Data?: string;
+            Data: string;
         };
         DataSchemaResponse: {
             Status: components["schemas"]["ApiResponseStatus"];
@@ -2410,7 +3419,14 @@ export interface components {
     responses: never;
     parameters: never;
     requestBodies: never;
-    headers: never;
+    headers: {
+        /** @description The service's own id of this request, which a 500's message quotes and its logs carry. A client's own X-Request-Id is logged beside it, never echoed */
+        RequestId: string;
+        /** @description Seconds to wait before sending the request again */
+        RetryAfter: number;
+        /** @description The RFC 6750 challenge: Bearer realm="dqs", error="invalid_request" when no usable Authorization header was sent, else error="invalid_token" */
+        WwwAuthenticate: string;
+    };
     pathItems: never;
 }
 export type $defs = Record<string, never>;

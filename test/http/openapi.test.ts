@@ -14,7 +14,10 @@ interface Operation {
   tags?: string[];
   security?: Record<string, string[]>[];
   requestBody?: { required?: boolean; content: Record<string, { schema: Schema }> };
-  responses: Record<string, { description: string; content?: Record<string, { schema: Schema }> }>;
+  responses: Record<
+    string,
+    { description: string; headers?: Record<string, unknown>; content?: Record<string, { schema: Schema }> }
+  >;
 }
 
 interface OpenApiDocument {
@@ -160,6 +163,64 @@ describe("GET /v1/openapi.json", () => {
 
   it("should tag logout experimental", () => {
     expect(operation("/auth/logout", "post").tags).toContain("experimental");
+  });
+});
+
+/** Every operation of the document, as "GET /me" and its definition. */
+function operations(): [string, Operation][] {
+  return Object.entries(doc.paths).flatMap(([path, methods]) =>
+    Object.entries(methods).map(([method, found]): [string, Operation] => [`${method.toUpperCase()} ${path}`, found]),
+  );
+}
+
+describe("the responses every operation shares", () => {
+  it("should declare X-Request-Id on every response, Location on redirects and Retry-After on 429 and 503", () => {
+    for (const [name, found] of operations())
+      for (const [status, response] of Object.entries(found.responses)) {
+        const headers = Object.keys(response.headers ?? {});
+        expect(headers, `${name} ${status}`).toContain("X-Request-Id");
+        if (["302", "303"].includes(status)) expect(headers, `${name} ${status}`).toContain("Location");
+        if (["429", "503"].includes(status)) expect(headers, `${name} ${status}`).toContain("Retry-After");
+        if (status === "401") expect(headers, `${name} ${status}`).toContain("WWW-Authenticate");
+      }
+  });
+
+  it("should document 401, 429 and 503 on every bearer operation", () => {
+    const bearer = operations().filter(([, found]) => (found.security ?? []).length > 0);
+
+    expect(bearer.length).toBeGreaterThan(20);
+    for (const [name, found] of bearer)
+      expect(Object.keys(found.responses), name).toEqual(expect.arrayContaining(["401", "429", "503"]));
+  });
+
+  it("should document the client address limit's 429 on the login and refresh endpoints", () => {
+    for (const [path, method] of [
+      ["/auth", "get"],
+      ["/auth/callback", "get"],
+      ["/auth/terms", "get"],
+      ["/auth/terms", "post"],
+      ["/auth/token", "post"],
+      ["/auth/code", "post"],
+    ])
+      expect(operation(path!, method!).responses["429"]?.description, `${method} ${path}`).toMatch(/client address/);
+  });
+
+  it("should document the ends of a login: a page or the envelope for 400, 303 into the console", () => {
+    for (const [path, method] of [
+      ["/auth/callback", "get"],
+      ["/auth/terms", "post"],
+    ]) {
+      const found = operation(path!, method!);
+      expect(Object.keys(found.responses["400"]?.content ?? {}).sort()).toEqual(["application/json", "text/html"]);
+      expect(Object.keys(found.responses["303"]?.headers ?? {})).toContain("Location");
+    }
+  });
+
+  it("should require the upload's Data part", () => {
+    const upload = operation("/data/{AccountName}/{DatasetName}/{DataName}", "post");
+    const form = resolve(upload.requestBody?.content["multipart/form-data"]?.schema);
+
+    expect(form.required).toEqual(["Data"]);
   });
 });
 

@@ -1,5 +1,6 @@
 import type { OpenAPIHono } from "@hono/zod-openapi";
 import { html } from "hono/html";
+import { RESPONSE_HEADERS } from "./api-route";
 import type { AppEnv } from "./context";
 import { docsSecurityHeaders } from "./middleware/security-headers";
 
@@ -38,6 +39,8 @@ export function mountOpenApi(app: OpenAPIHono<AppEnv>): void {
     bearerFormat: "JWT",
     description: "Access token from GET /v1/auth or POST /v1/auth/token",
   });
+  for (const [name, header] of Object.entries(RESPONSE_HEADERS))
+    app.openAPIRegistry.registerComponent("headers", name, header);
   app.doc31("/openapi.json", (c) => ({
     openapi: "3.1.0",
     info: {

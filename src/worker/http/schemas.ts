@@ -136,12 +136,15 @@ export const DataUploadRequest = z
       .enum(["true", "false"])
       .optional()
       .openapi({ description: "true: generate the TableDefinition from the file even if Schema has one" }),
-    Data: z.any().openapi({
-      type: "string",
-      format: "binary",
-      description:
-        'CSV file, possibly gzipped. An unquoted empty field is NULL; a quoted "" is the empty string in a STRING column and NULL in any other. TIMESTAMP values (T or a space, optional zone) are stored in UTC as YYYY-MM-DD HH:MM:SS[.fff]',
-    }),
+    // Required: z.any() would be optional, yet an upload without the file is refused.
+    Data: z
+      .custom<Blob>((value) => value !== undefined)
+      .openapi({
+        type: "string",
+        format: "binary",
+        description:
+          'CSV file, possibly gzipped. An unquoted empty field is NULL; a quoted "" is the empty string in a STRING column and NULL in any other. TIMESTAMP values (T or a space, optional zone) are stored in UTC as YYYY-MM-DD HH:MM:SS[.fff]',
+      }),
   })
   .openapi("DataUploadRequest");
 

@@ -1,4 +1,5 @@
-import { createRoute, z } from "@hono/zod-openapi";
+import { z } from "@hono/zod-openapi";
+import { apiRoute } from "../api-route";
 import { listVisibleDatasets } from "../../catalog/access";
 import { ACCOUNT_NAME_RULE, isAccountName } from "../../catalog/names";
 import { notFound } from "../errors";
@@ -10,7 +11,7 @@ import { AccountNameParam, DatasetListResponse, errorResponses, jsonResponse } f
 export const accountRoutes = createRouter();
 
 accountRoutes.openapi(
-  createRoute({
+  apiRoute({
     method: "get",
     path: "/account/{AccountName}/datasets",
     tags: ["account"],
@@ -21,7 +22,7 @@ accountRoutes.openapi(
     request: { params: z.object({ AccountName: AccountNameParam }) },
     responses: {
       200: jsonResponse(DatasetListResponse, "The account's datasets visible to the caller, by name"),
-      ...errorResponses([401, "Missing or invalid access token"], [404, "The account name breaks the naming rules"]),
+      ...errorResponses([404, "The account name breaks the naming rules"]),
     },
   }),
   async (c) => {

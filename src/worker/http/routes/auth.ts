@@ -1,5 +1,5 @@
 import { accepts } from "hono/accepts";
-import { createRoute, z } from "@hono/zod-openapi";
+import { z } from "@hono/zod-openapi";
 import { deleteCookie, getCookie, setCookie } from "hono/cookie";
 import {
   acceptTermsAndFinish,
@@ -28,6 +28,7 @@ import { tokensPageSecurityHeaders } from "../middleware/security-headers";
 import { createRouter } from "../router";
 import { loginEndedPage, termsAddressPage, termsPage, tokensPage } from "../pages/auth-pages";
 import { providerFetch } from "../provider-fetch";
+import { apiRoute, locationHeader, optionalHeader } from "../api-route";
 import {
   envelope,
   errorResponses,
@@ -185,12 +186,46 @@ function loginEnded(c: AppContext, message: string) {
   return c.html(loginEndedPage(), 400);
 }
 
+/** The login cookie set by GET /v1/auth and forgotten when the login ends; the console's session cookie. */
+const LOGIN_COOKIES = {
+  "Set-Cookie": optionalHeader(
+    "dqs_login (HttpOnly, SameSite=Lax, path /v1/auth): set by GET /v1/auth to bind the login to this browser, expired when the login ends; a console sign-in also sets the console's session cookie",
+  ),
+};
+
+/** What ends a login, for GET /v1/auth/callback and POST /v1/auth/terms. */
+const LOGIN_ENDINGS = {
+  200: {
+    description:
+      "The tokens: the JwtResponse for Accept: application/json, else a page showing them (GET /v1/auth/callback may answer the terms of service page instead)",
+    headers: LOGIN_COOKIES,
+    content: { "application/json": { schema: JwtResponse }, "text/html": { schema: z.string() } },
+  },
+  302: {
+    description:
+      "A loopback login (a native client's redirect_uri): redirect there with code and state, or with error (access_denied, temporarily_unavailable, server_error) when the login failed",
+    headers: {
+      Location: locationHeader("The native client's redirect_uri with code and state, or error and state"),
+      ...LOGIN_COOKIES,
+    },
+  },
+  303: {
+    description: "A console sign-in: the console's session cookie is set and the browser goes to the console",
+    headers: { Location: locationHeader("/console/"), ...LOGIN_COOKIES },
+  },
+  400: {
+    description:
+      "The login is unknown, used, expired or from another browser: the envelope for Accept: application/json, else a page that says so and how to start again",
+    content: { "application/json": { schema: GeneralApiResponse }, "text/html": { schema: z.string() } },
+  },
+};
+
 const NOT_THIS_BROWSER =
   "This login was not started in this browser, has finished or has expired; start again at GET /v1/auth.";
 const LOGIN_ENDED = "This login is unknown, already used or expired; start again at GET /v1/auth.";
 
 authRoutes.openapi(
-  createRoute({
+  apiRoute({
     method: "get",
     path: "/auth",
     tags: ["auth"],
@@ -202,10 +237,9 @@ authRoutes.openapi(
         redirect_uri: z.string().optional().openapi({
           description: "Loopback address of a native client: http://127.0.0.1:PORT/path (or [::1], localhost)",
         }),
-        code_challenge: z
-          .string()
-          .optional()
-          .openapi({ description: "PKCE S256 challenge of the native client's verifier (required with redirect_uri)" }),
+        code_challenge: z.string().optional().openapi({
+          description: "PKCE S256 challenge of the native client's verifier (required with redirect_uri)",
+        }),
         code_challenge_method: z.string().optional().openapi({ description: "S256 (the only method)" }),
         state: z
           .string()
@@ -215,12 +249,21 @@ authRoutes.openapi(
       }),
     },
     responses: {
-      302: { description: "Redirect to the authentication server" },
+      302: {
+        description: "Redirect to the authentication server",
+        headers: {
+          Location: locationHeader(
+            "The identity provider's authorization endpoint, with the login's state, nonce and PKCE challenge",
+          ),
+          ...LOGIN_COOKIES,
+        },
+      },
       ...errorResponses(
         [400, "An invalid loopback redirect_uri or PKCE challenge"],
         [502, "The identity provider could not be reached or answered wrongly"],
       ),
     },
+    clientLimit: true,
   }),
   async (c) => {
     const loopback = loopbackClient(c.req.valid("query"));
@@ -229,7 +272,7 @@ authRoutes.openapi(
 );
 
 authRoutes.openapi(
-  createRoute({
+  apiRoute({
     method: "get",
     path: "/auth/callback",
     tags: ["auth"],
@@ -245,17 +288,13 @@ authRoutes.openapi(
       }),
     },
     responses: {
-      200: {
-        description: "The tokens",
-        content: { "application/json": { schema: JwtResponse }, "text/html": { schema: z.string() } },
-      },
-      302: { description: "A loopback login: redirect to the native client's redirect_uri with code and state" },
+      ...LOGIN_ENDINGS,
       ...errorResponses(
-        [400, "The login state is unknown, used, expired or from another browser"],
         [401, "The provider refused the login, or the terms of service must be accepted in a browser"],
         [502, "The identity provider could not be reached or answered wrongly"],
       ),
     },
+    clientLimit: true,
   }),
   async (c) => {
     const query = c.req.valid("query");
@@ -303,7 +342,7 @@ authRoutes.openapi(
 );
 
 authRoutes.openapi(
-  createRoute({
+  apiRoute({
     method: "post",
     path: "/auth/terms",
     tags: ["auth"],
@@ -317,13 +356,10 @@ authRoutes.openapi(
       },
     },
     responses: {
-      200: {
-        description: "The tokens",
-        content: { "text/html": { schema: z.string() }, "application/json": { schema: JwtResponse } },
-      },
-      302: { description: "A loopback login: redirect to the native client's redirect_uri with code and state" },
-      ...errorResponses([400, "The login is unknown, used, expired or from another browser"]),
+      ...LOGIN_ENDINGS,
+      ...errorResponses([415, "The body is not application/x-www-form-urlencoded"]),
     },
+    clientLimit: true,
   }),
   async (c) => {
     const { state } = c.req.valid("form");
@@ -334,19 +370,36 @@ authRoutes.openapi(
   },
 );
 
-// Not in the OpenAPI document: a page for the person whose browser asks for the terms form's address with GET.
-authRoutes.get("/auth/terms", (c) => {
-  c.header("Cache-Control", "no-store");
-  if (wantsJson(c))
-    return c.json(
-      envelope(405, "Method GET is not allowed on /v1/auth/terms; use POST (the terms page's form)."),
-      405,
-      {
-        Allow: "POST",
+// A page for the person whose browser asks for the terms form's address with GET (a reload, a bookmark).
+authRoutes.openapi(
+  apiRoute({
+    method: "get",
+    path: "/auth/terms",
+    tags: ["auth"],
+    summary: "The terms form's address, opened rather than posted",
+    description:
+      "What a reload of, or a return to, the terms form's answer meets: a page for a browser, saying this sign-in step has ended and linking to the console and to GET /v1/auth; 405 with Allow: POST for a client that asks for JSON.",
+    responses: {
+      200: {
+        description: "A page: this sign-in step has ended; open the console or sign in again",
+        content: { "text/html": { schema: z.string() } },
       },
-    );
-  return c.html(termsAddressPage(), 200);
-});
+      ...errorResponses([405, "For Accept: application/json: the address takes POST (the terms form) only"]),
+    },
+    clientLimit: true,
+    storage: false,
+  }),
+  (c) => {
+    c.header("Cache-Control", "no-store");
+    if (wantsJson(c))
+      return c.json(
+        envelope(405, "Method GET is not allowed on /v1/auth/terms; use POST (the terms page's form)."),
+        405,
+        { Allow: "POST" },
+      );
+    return c.html(termsAddressPage(), 200);
+  },
+);
 
 const LoginCodeRequest = z
   .object({
@@ -362,7 +415,7 @@ const LoginCodeResponse = withData(
 );
 
 authRoutes.openapi(
-  createRoute({
+  apiRoute({
     method: "post",
     path: "/auth/code",
     tags: ["auth", "experimental"],
@@ -376,8 +429,10 @@ authRoutes.openapi(
       ...errorResponses(
         [400, "The body is not JSON or lacks a field"],
         [401, "The code is unknown, spent or expired, or the verifier or redirect_uri does not match"],
+        [415, "The body is not application/json"],
       ),
     },
+    clientLimit: true,
   }),
   async (c) => {
     const body = c.req.valid("json");
@@ -414,7 +469,7 @@ const refreshFailure: Record<Exclude<RefreshResult, { ok: true }>["reason"], str
 };
 
 authRoutes.openapi(
-  createRoute({
+  apiRoute({
     method: "post",
     path: "/auth/token",
     tags: ["auth"],
@@ -427,8 +482,10 @@ authRoutes.openapi(
       ...errorResponses(
         [400, "The body is not JSON or has no RefreshToken"],
         [401, "The refresh token is invalidated, or the current terms of service are not accepted"],
+        [415, "The body is not application/json"],
       ),
     },
+    clientLimit: true,
   }),
   async (c) => {
     const { RefreshToken } = c.req.valid("json");
@@ -440,7 +497,7 @@ authRoutes.openapi(
 );
 
 authRoutes.openapi(
-  createRoute({
+  apiRoute({
     method: "post",
     path: "/auth/logout",
     tags: ["auth", "experimental"],
@@ -449,7 +506,6 @@ authRoutes.openapi(
     ...authenticated,
     responses: {
       200: jsonResponse(GeneralApiResponse, "The session is revoked"),
-      ...errorResponses([401, "Missing or invalid access token"]),
     },
   }),
   async (c) => {

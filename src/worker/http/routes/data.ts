@@ -1,4 +1,5 @@
-import { createRoute, z } from "@hono/zod-openapi";
+import { z } from "@hono/zod-openapi";
+import { apiRoute, downloadRedirect } from "../api-route";
 import { findReadableDataItem, type Viewer } from "../../catalog/access";
 import { deleteDataItem, ORPHAN_GRACE_SECONDS, uploaderName } from "../../catalog/datasets";
 import { loadKeys } from "../../auth/keys";
@@ -42,7 +43,7 @@ async function readableItem(db: D1Database, principal: Viewer, path: z.infer<typ
 dataRoutes.route("/", uploadRoute);
 
 dataRoutes.openapi(
-  createRoute({
+  apiRoute({
     method: "get",
     path: "/data/{AccountName}/{DatasetName}/{DataName}/rawdata",
     tags: ["data"],
@@ -52,11 +53,8 @@ dataRoutes.openapi(
     ...authenticated,
     request: { params: DataParams },
     responses: {
-      302: { description: "Redirect to the download URL" },
-      ...errorResponses(
-        [401, "Missing or invalid access token"],
-        [404, "Data does not exist or caller may not download it"],
-      ),
+      302: downloadRedirect("Redirect to the download URL"),
+      ...errorResponses([404, "Data does not exist or caller may not download it"]),
     },
   }),
   async (c) => {
@@ -75,7 +73,7 @@ dataRoutes.openapi(
 );
 
 dataRoutes.openapi(
-  createRoute({
+  apiRoute({
     method: "get",
     path: "/data/{AccountName}/{DatasetName}/{DataName}/metadata/schema",
     tags: ["data"],
@@ -86,10 +84,7 @@ dataRoutes.openapi(
     request: { params: DataParams },
     responses: {
       200: jsonResponse(DataSchemaResponse, "The schema"),
-      ...errorResponses(
-        [401, "Missing or invalid access token"],
-        [404, "Data does not exist or caller may not see it"],
-      ),
+      ...errorResponses([404, "Data does not exist or caller may not see it"]),
     },
   }),
   async (c) => {
@@ -102,7 +97,7 @@ dataRoutes.openapi(
 );
 
 dataRoutes.openapi(
-  createRoute({
+  apiRoute({
     method: "get",
     path: "/data/{AccountName}/{DatasetName}/{DataName}/metadata/storage",
     tags: ["data", "experimental"],
@@ -113,10 +108,7 @@ dataRoutes.openapi(
     request: { params: DataParams },
     responses: {
       200: jsonResponse(DataStorageResponse, "How the data item is stored"),
-      ...errorResponses(
-        [401, "Missing or invalid access token"],
-        [404, "Data does not exist or caller may not see it"],
-      ),
+      ...errorResponses([404, "Data does not exist or caller may not see it"]),
     },
   }),
   async (c) => {
@@ -160,7 +152,7 @@ dataRoutes.openapi(
 );
 
 dataRoutes.openapi(
-  createRoute({
+  apiRoute({
     method: "delete",
     path: "/data/{AccountName}/{DatasetName}/{DataName}",
     tags: ["data", "experimental"],
@@ -169,10 +161,7 @@ dataRoutes.openapi(
     request: { params: DataParams },
     responses: {
       200: jsonResponse(GeneralApiResponse, "The data item is deleted"),
-      ...errorResponses(
-        [401, "Missing or invalid access token"],
-        [404, "Data does not exist or caller may not write to the dataset"],
-      ),
+      ...errorResponses([404, "Data does not exist or caller may not write to the dataset"]),
     },
   }),
   async (c) => {

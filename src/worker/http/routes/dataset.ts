@@ -1,4 +1,5 @@
-import { createRoute, z } from "@hono/zod-openapi";
+import { z } from "@hono/zod-openapi";
+import { apiRoute } from "../api-route";
 import {
   deleteDataset,
   findAccountId,
@@ -32,7 +33,7 @@ export const datasetRoutes = createRouter();
 const DatasetParams = z.object({ AccountName: AccountNameParam, DatasetName: DatasetNameParam });
 
 datasetRoutes.openapi(
-  createRoute({
+  apiRoute({
     method: "get",
     path: "/dataset/{AccountName}/{DatasetName}/data",
     tags: ["dataset"],
@@ -41,10 +42,7 @@ datasetRoutes.openapi(
     request: { params: DatasetParams },
     responses: {
       200: jsonResponse(DataListResponse, "The dataset's data items, by name"),
-      ...errorResponses(
-        [401, "Missing or invalid access token"],
-        [404, "Dataset does not exist or caller may not see it"],
-      ),
+      ...errorResponses([404, "Dataset does not exist or caller may not see it"]),
     },
   }),
   async (c) => {
@@ -95,7 +93,7 @@ const DatasetSettings = z
 // plain handler: the body is optional, and an empty body (with or without a
 // JSON content type) means "no settings", which a JSON validator would refuse.
 datasetRoutes.openAPIRegistry.registerPath(
-  createRoute({
+  apiRoute({
     method: "put",
     path: "/dataset/{AccountName}/{DatasetName}",
     tags: ["dataset", "experimental"],
@@ -110,7 +108,6 @@ datasetRoutes.openAPIRegistry.registerPath(
       201: jsonResponse(GeneralApiResponse, "The dataset was created"),
       ...errorResponses(
         [400, "Invalid name, malformed JSON, or invalid settings"],
-        [401, "Missing or invalid access token"],
         [404, "The caller may not create datasets under that account"],
       ),
     },
@@ -140,7 +137,7 @@ datasetRoutes.put("/dataset/:AccountName/:DatasetName", requireAuth, async (c: A
 });
 
 datasetRoutes.openapi(
-  createRoute({
+  apiRoute({
     method: "delete",
     path: "/dataset/{AccountName}/{DatasetName}",
     tags: ["dataset", "experimental"],
@@ -149,10 +146,7 @@ datasetRoutes.openapi(
     request: { params: DatasetParams },
     responses: {
       200: jsonResponse(GeneralApiResponse, "The dataset and its data are deleted"),
-      ...errorResponses(
-        [401, "Missing or invalid access token"],
-        [404, "Dataset does not exist or caller does not own it"],
-      ),
+      ...errorResponses([404, "Dataset does not exist or caller does not own it"]),
     },
   }),
   async (c) => {
@@ -164,7 +158,7 @@ datasetRoutes.openapi(
 );
 
 datasetRoutes.openapi(
-  createRoute({
+  apiRoute({
     method: "get",
     path: "/dataset/{AccountName}/{DatasetName}/grants",
     tags: ["dataset", "experimental"],
@@ -173,10 +167,7 @@ datasetRoutes.openapi(
     request: { params: DatasetParams },
     responses: {
       200: jsonResponse(GrantListResponse, "The grants, by account name"),
-      ...errorResponses(
-        [401, "Missing or invalid access token"],
-        [404, "Dataset does not exist or caller does not own it"],
-      ),
+      ...errorResponses([404, "Dataset does not exist or caller does not own it"]),
     },
   }),
   async (c) => {
@@ -205,7 +196,7 @@ const GrantParams = DatasetParams.extend({
 });
 
 datasetRoutes.openapi(
-  createRoute({
+  apiRoute({
     method: "put",
     path: "/dataset/{AccountName}/{DatasetName}/grants/{Grantee}",
     tags: ["dataset", "experimental"],
@@ -226,8 +217,8 @@ datasetRoutes.openapi(
       200: jsonResponse(GeneralApiResponse, "The grant is in place"),
       ...errorResponses(
         [400, "Invalid permission, or a grant to the owner"],
-        [401, "Missing or invalid access token"],
         [404, "Dataset or grantee account does not exist, or caller does not own the dataset"],
+        [415, "The body is not application/json"],
       ),
     },
   }),
@@ -246,7 +237,7 @@ datasetRoutes.openapi(
 );
 
 datasetRoutes.openapi(
-  createRoute({
+  apiRoute({
     method: "delete",
     path: "/dataset/{AccountName}/{DatasetName}/grants/{Grantee}",
     tags: ["dataset", "experimental"],
@@ -255,10 +246,7 @@ datasetRoutes.openapi(
     request: { params: GrantParams },
     responses: {
       200: jsonResponse(GeneralApiResponse, "The grant is gone"),
-      ...errorResponses(
-        [401, "Missing or invalid access token"],
-        [404, "Dataset or grant does not exist, or caller does not own the dataset"],
-      ),
+      ...errorResponses([404, "Dataset or grant does not exist, or caller does not own the dataset"]),
     },
   }),
   async (c) => {

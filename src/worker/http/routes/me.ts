@@ -1,4 +1,4 @@
-import { createRoute } from "@hono/zod-openapi";
+import { apiRoute } from "../api-route";
 import { CATALOG_COLUMNS_MOST, listCatalog, listCatalogColumns, listVisibleDatasets } from "../../catalog/access";
 import { datasetList } from "../catalog-wire";
 import { authenticated } from "../middleware/bearer-auth";
@@ -16,7 +16,7 @@ import {
 export const meRoutes = createRouter();
 
 meRoutes.openapi(
-  createRoute({
+  apiRoute({
     method: "get",
     path: "/me",
     tags: ["user", "experimental"],
@@ -25,7 +25,6 @@ meRoutes.openapi(
     ...authenticated,
     responses: {
       200: jsonResponse(MeResponse, "The caller"),
-      ...errorResponses([401, "Missing or invalid access token"]),
     },
   }),
   (c) => {
@@ -38,7 +37,7 @@ meRoutes.openapi(
 );
 
 meRoutes.openapi(
-  createRoute({
+  apiRoute({
     method: "get",
     path: "/me/datasets",
     tags: ["user"],
@@ -46,7 +45,6 @@ meRoutes.openapi(
     ...authenticated,
     responses: {
       200: jsonResponse(DatasetListResponse, "The datasets owned by the caller, by name"),
-      ...errorResponses([401, "Missing or invalid access token"]),
     },
   }),
   async (c) => {
@@ -56,7 +54,7 @@ meRoutes.openapi(
 );
 
 meRoutes.openapi(
-  createRoute({
+  apiRoute({
     method: "get",
     path: "/me/catalog",
     tags: ["user", "experimental"],
@@ -66,7 +64,6 @@ meRoutes.openapi(
     ...authenticated,
     responses: {
       200: jsonResponse(CatalogResponse, "The datasets the caller sees"),
-      ...errorResponses([401, "Missing or invalid access token"]),
     },
   }),
   async (c) => {
@@ -94,7 +91,7 @@ meRoutes.openapi(
 );
 
 meRoutes.openapi(
-  createRoute({
+  apiRoute({
     method: "get",
     path: "/me/catalog/columns",
     tags: ["user", "experimental"],
@@ -103,7 +100,6 @@ meRoutes.openapi(
     ...authenticated,
     responses: {
       200: jsonResponse(CatalogColumnsResponse, "The items and their columns"),
-      ...errorResponses([401, "Missing or invalid access token"]),
     },
   }),
   async (c) => {

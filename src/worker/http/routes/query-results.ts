@@ -1,4 +1,5 @@
-import { createRoute, z } from "@hono/zod-openapi";
+import { z } from "@hono/zod-openapi";
+import { apiRoute } from "../api-route";
 import { loadKeys } from "../../auth/keys";
 import { findOwnQuery } from "../../query/queries";
 import type { QueryRecord, QueryStatus } from "../../query/query-record";
@@ -77,7 +78,7 @@ export async function resultFile(c: AppContext, record: QueryRecord, result: Sto
 }
 
 queryResultRoutes.openapi(
-  createRoute({
+  apiRoute({
     method: "get",
     path: "/query/{QueryId}/results/rows",
     tags: ["query", "experimental"],
@@ -104,7 +105,6 @@ queryResultRoutes.openapi(
           400,
           "Invalid limit or cursor, the query is still running, or it failed or was cancelled (the message says which and why)",
         ],
-        [401, "Missing or invalid access token"],
         [404, "Query does not exist or is not the caller's"],
         [410, "The result has expired and was deleted"],
       ),

@@ -1,4 +1,4 @@
-import { createRoute } from "@hono/zod-openapi";
+import { apiRoute } from "../api-route";
 import { invalid, validateQuery } from "../../query/validate";
 import { checkCallbackUrl } from "../../webhooks/callback-url";
 import { authenticated } from "../middleware/bearer-auth";
@@ -8,7 +8,7 @@ import { envelope, errorResponses, jsonResponse, QueryValidationResponse, SqlReq
 export const queryValidateRoutes = createRouter();
 
 queryValidateRoutes.openapi(
-  createRoute({
+  apiRoute({
     method: "post",
     path: "/query/validate",
     tags: ["query", "experimental"],
@@ -21,8 +21,8 @@ queryValidateRoutes.openapi(
       200: jsonResponse(QueryValidationResponse, "Whether the query is valid, and what it would return and read"),
       ...errorResponses(
         [400, "No JSON body, no Sql string, or Parameters of the wrong shape"],
-        [401, "Missing or invalid access token"],
         [413, "A body larger than Sql and Parameters at their length limit can be"],
+        [415, "The body is not application/json"],
       ),
     },
   }),

@@ -1,4 +1,5 @@
-import { createRoute, z } from "@hono/zod-openapi";
+import { z } from "@hono/zod-openapi";
+import { apiRoute, downloadRedirect, optionalHeader } from "../api-route";
 import { loadKeys } from "../../auth/keys";
 import type { HistoryCursor } from "../../query/history";
 import { FINISHED } from "../../query/query-record";
@@ -53,7 +54,7 @@ function preferredWait(header: string | undefined): number {
 }
 
 queryRoutes.openapi(
-  createRoute({
+  apiRoute({
     method: "post",
     path: "/query",
     tags: ["query"],
@@ -68,19 +69,21 @@ queryRoutes.openapi(
       body: { required: true, content: { "application/json": { schema: SqlRequest } } },
     },
     responses: {
-      200: jsonResponse(QueryResponse, "The query is queued (or, with Prefer: wait, has ended or is still going)"),
+      200: {
+        ...jsonResponse(QueryResponse, "The query is queued (or, with Prefer: wait, has ended or is still going)"),
+        headers: {
+          "Preference-Applied": optionalHeader("With Prefer: wait=N, the wait applied: wait=N, N at most 30"),
+        },
+      },
       ...errorResponses(
         [
           400,
           "No JSON body, no Sql string, empty or over-long text, Parameters that do not match the placeholders, an Idempotency-Key reused with other SQL or Parameters, or a Callback.Url the webhook rules refuse (the message names the rule)",
         ],
         [413, "A body larger than Sql and Parameters at their length limit can be"],
-        [401, "Missing or invalid access token"],
         [409, "A submit with this Idempotency-Key is still being queued; send it again after Retry-After"],
-        [
-          429,
-          "Too many of your queries are waiting (QUERY_MAX_QUEUED_PER_USER), or too many requests; see Retry-After",
-        ],
+        [415, "The body is not application/json"],
+        [429, "Too many of your queries are waiting (QUERY_MAX_QUEUED_PER_USER); see Retry-After"],
         [503, "The query could not be queued"],
       ),
     },
@@ -162,7 +165,7 @@ function failureReason(message: string): string {
 }
 
 queryRoutes.openapi(
-  createRoute({
+  apiRoute({
     method: "get",
     path: "/query/{QueryId}/status",
     tags: ["query"],
@@ -171,7 +174,7 @@ queryRoutes.openapi(
     request: { params: QueryParams },
     responses: {
       200: jsonResponse(QueryStatusResponse, "The status"),
-      ...errorResponses([401, "Missing or invalid access token"], [404, "Query does not exist or is not the caller's"]),
+      ...errorResponses([404, "Query does not exist or is not the caller's"]),
     },
   }),
   async (c) => {
@@ -181,7 +184,7 @@ queryRoutes.openapi(
 );
 
 queryRoutes.openapi(
-  createRoute({
+  apiRoute({
     method: "get",
     path: "/query/{QueryId}/results/rawdata",
     tags: ["query"],
@@ -199,10 +202,9 @@ queryRoutes.openapi(
       }),
     },
     responses: {
-      302: { description: "Redirect to the download URL of the result" },
+      302: downloadRedirect("Redirect to the download URL of the result"),
       ...errorResponses(
         [400, "The query is still running, or it failed or was cancelled (the message says which and why)"],
-        [401, "Missing or invalid access token"],
         [404, "Query does not exist or is not the caller's"],
         [410, "The result has expired and was deleted"],
       ),
@@ -224,7 +226,7 @@ queryRoutes.openapi(
 );
 
 queryRoutes.openapi(
-  createRoute({
+  apiRoute({
     method: "get",
     path: "/query/{QueryId}/results/metadata/schema",
     tags: ["query"],
@@ -235,10 +237,7 @@ queryRoutes.openapi(
     request: { params: QueryParams },
     responses: {
       200: jsonResponse(DataSchemaResponse, "The result schema"),
-      ...errorResponses(
-        [401, "Missing or invalid access token"],
-        [404, "No such query of the caller's, or no result yet"],
-      ),
+      ...errorResponses([404, "No such query of the caller's, or no result yet"]),
     },
   }),
   async (c) => {
@@ -250,7 +249,7 @@ queryRoutes.openapi(
 );
 
 queryRoutes.openapi(
-  createRoute({
+  apiRoute({
     method: "post",
     path: "/query/{QueryId}/cancel",
     tags: ["query", "experimental"],
@@ -259,11 +258,7 @@ queryRoutes.openapi(
     request: { params: QueryParams },
     responses: {
       200: jsonResponse(QueryStatusResponse, "The query is cancelled"),
-      ...errorResponses(
-        [400, "The query has already ended"],
-        [401, "Missing or invalid access token"],
-        [404, "Query does not exist or is not the caller's"],
-      ),
+      ...errorResponses([400, "The query has already ended"], [404, "Query does not exist or is not the caller's"]),
     },
   }),
   async (c) => {
@@ -280,7 +275,7 @@ queryRoutes.openapi(
 const CursorSchema: z.ZodType<HistoryCursor> = z.object({ createdAt: z.string(), id: z.string() });
 
 queryRoutes.openapi(
-  createRoute({
+  apiRoute({
     method: "get",
     path: "/me/queries",
     tags: ["user", "experimental"],
@@ -294,7 +289,7 @@ queryRoutes.openapi(
     },
     responses: {
       200: jsonResponse(QueryListResponse, "One page of the caller's queries"),
-      ...errorResponses([400, "Invalid limit or cursor"], [401, "Missing or invalid access token"]),
+      ...errorResponses([400, "Invalid limit or cursor"]),
     },
   }),
   async (c) => {

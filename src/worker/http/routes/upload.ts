@@ -1,4 +1,5 @@
-import { createRoute, z } from "@hono/zod-openapi";
+import { z } from "@hono/zod-openapi";
+import { apiRoute } from "../api-route";
 import { uploadDataItem } from "../../catalog/upload";
 import { requestPreparation } from "../../query/prepare-item";
 import type { AppContext } from "../context";
@@ -38,7 +39,7 @@ const DataUploadResponse = withData(
 // plain handler: a validator for a multipart body would read it whole, and
 // this body must stream.
 uploadRoute.openAPIRegistry.registerPath(
-  createRoute({
+  apiRoute({
     method: "post",
     path: PATH,
     tags: ["data"],
@@ -54,7 +55,6 @@ uploadRoute.openAPIRegistry.registerPath(
       200: jsonResponse(DataUploadResponse, "The file is registered"),
       ...errorResponses(
         [400, "Multiple files received, a missing or malformed part, or a file that breaks its schema"],
-        [401, "Missing or invalid access token"],
         [404, "Dataset does not exist or caller is not eligible to upload"],
         [413, "The file is larger than the upload limit"],
         [415, "The body is not multipart/form-data"],

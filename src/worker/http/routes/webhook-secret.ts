@@ -1,4 +1,4 @@
-import { createRoute } from "@hono/zod-openapi";
+import { apiRoute } from "../api-route";
 import { rotateWebhookSecret, webhookSecret } from "../../webhooks/secrets";
 import { authenticated } from "../middleware/bearer-auth";
 import { createRouter } from "../router";
@@ -7,7 +7,7 @@ import { envelope, errorResponses, jsonResponse, WebhookSecretResponse } from ".
 export const webhookSecretRoutes = createRouter();
 
 webhookSecretRoutes.openapi(
-  createRoute({
+  apiRoute({
     method: "get",
     path: "/me/webhook-secret",
     tags: ["user", "experimental"],
@@ -17,7 +17,6 @@ webhookSecretRoutes.openapi(
     ...authenticated,
     responses: {
       200: jsonResponse(WebhookSecretResponse, "The secret"),
-      ...errorResponses([401, "Missing or invalid access token"]),
     },
   }),
   async (c) => {
@@ -28,7 +27,7 @@ webhookSecretRoutes.openapi(
 );
 
 webhookSecretRoutes.openapi(
-  createRoute({
+  apiRoute({
     method: "post",
     path: "/me/webhook-secret/rotate",
     tags: ["user", "experimental"],
@@ -38,7 +37,6 @@ webhookSecretRoutes.openapi(
     ...authenticated,
     responses: {
       200: jsonResponse(WebhookSecretResponse, "The new secret"),
-      ...errorResponses([401, "Missing or invalid access token"]),
     },
   }),
   async (c) => {
