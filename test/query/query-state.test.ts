@@ -155,6 +155,68 @@ describe("QueryState", () => {
     expect(await runDurableObjectAlarm(stub)).toBe(true);
   });
 
+  describe("moved to the engine's long lane", () => {
+    /** Runs the object's alarm with `queue` as its long lane. */
+    function alarmWith(stub: DurableObjectStub<QueryState>, queue: Pick<Queue, "send">): Promise<void> {
+      return runInDurableObject(stub, async (instance: QueryState) => {
+        const real = Reflect.get(instance, "env") as Env;
+        Reflect.set(instance, "env", { ...real, LONG_QUERY_QUEUE: queue });
+        try {
+          await instance.alarm();
+        } finally {
+          Reflect.set(instance, "env", real);
+        }
+      });
+    }
+
+    it("should queue it saying why and send it from its alarm, once, for the long lane's claim", async () => {
+      const { queryId, stub, init } = await newQuery();
+      await stub.create(init);
+      await stub.claim();
+      const sent: unknown[] = [];
+      const queue = { send: async (body: unknown) => void sent.push(body) } as unknown as Pick<Queue, "send">;
+
+      const moved = await stub.toLongLane("Queued: in the lane for long queries (…); it runs from the start there.");
+      const alarmAt = await runInDurableObject(stub, (_instance, state) => state.storage.getAlarm());
+      await alarmWith(stub, queue);
+      await alarmWith(stub, queue);
+      const claimed = await stub.claim();
+
+      expect(moved).toMatchObject({
+        status: "queued",
+        message: expect.stringMatching(/^Queued: in the lane for long/),
+      });
+      expect(alarmAt).toBeLessThanOrEqual(Date.now());
+      // The second alarm is the queued check: it does not send the query again.
+      expect(sent).toEqual([{ queryId }]);
+      expect(claimed.record).toMatchObject({ status: "running", toLongLane: false });
+    });
+
+    it("should try the send again a few seconds later when the long lane cannot be reached", async () => {
+      const { stub, init } = await newQuery();
+      await stub.create(init);
+      await stub.claim();
+      await stub.toLongLane("Queued: in the lane for long queries.");
+      const errors = vi.spyOn(console, "error").mockImplementation(() => undefined);
+
+      await alarmWith(stub, { send: () => Promise.reject(new Error("queue unreachable")) } as Pick<Queue, "send">);
+      const alarmAt = await runInDurableObject(stub, (_instance, state) => state.storage.getAlarm());
+
+      expect(errors).toHaveBeenCalledWith(expect.stringContaining("send to the long lane"));
+      expect(await stub.get()).toMatchObject({ status: "queued", toLongLane: true });
+      expect(alarmAt).toBeGreaterThan(Date.now() + 1_000);
+      expect(alarmAt).toBeLessThan(Date.now() + 60_000);
+      errors.mockRestore();
+    });
+
+    it("should not move a query that is not running", async () => {
+      const { stub, init } = await newQuery();
+      const created = await stub.create(init);
+
+      expect(await stub.toLongLane("Queued: in the lane for long queries.")).toEqual(created.record);
+    });
+  });
+
   it("should not requeue a query that is not running", async () => {
     const { stub, init } = await newQuery();
     const created = await stub.create(init);

@@ -74,7 +74,7 @@ async function consumeQuery(message: Message<QueryMessage>, env: Env, quickLane:
     message.ack();
   } catch (error) {
     if (error instanceof LongWork) {
-      await moveToLongLane(message, env, stub, error);
+      await moveToLongLane(message, stub, error);
       return;
     }
     logError(message.body.queryId, "run", error);
@@ -90,19 +90,19 @@ async function consumeQuery(message: Message<QueryMessage>, env: Env, quickLane:
   }
 }
 
-/** Puts a query back in the queue, then in the long lane; if either fails, the quick lane tries it again. */
+/** Puts a query back in the queue for the long lane (its object sends it there); if that fails, the quick lane tries it again. */
 async function moveToLongLane(
   message: Message<QueryMessage>,
-  env: Env,
   stub: ReturnType<typeof queryStub>,
   why: LongWork,
 ): Promise<void> {
   try {
-    await stub.requeue(`Queued: in the lane for long queries (${why.message}); it runs from the start there.`);
-    await env.LONG_QUERY_QUEUE.send(message.body);
+    await stub.toLongLane(`Queued: in the lane for long queries (${why.message}); it runs from the start there.`);
     message.ack();
   } catch (error) {
     logError(message.body.queryId, "move to the long lane", error);
+    // Back in the queue, so the retry can claim it (if this fails too, the watchdog ends it).
+    await stub.requeue(`Queued again after a transient error: ${String(error)}`).catch(() => undefined);
     message.retry({ delaySeconds: backoffSeconds(message.attempts) });
   }
 }

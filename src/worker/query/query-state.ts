@@ -14,6 +14,7 @@ import {
   type RunOutcome,
 } from "./query-record";
 import { limitStops, overranTimeLimit } from "./run-limits";
+import type { QueryMessage } from "./queries";
 import type { UserQueries } from "./user-queries";
 import { plural } from "../util/text";
 
@@ -48,6 +49,8 @@ export interface LiveQuery {
    * QueryId the first may still take back (absent: accepted).
    */
   submitting?: { attempt: string; since: number } | null;
+  /** Moved to the engine's long lane and not yet sent there (the alarm sends it). */
+  toLongLane?: boolean;
 }
 
 /** A step that may be refused: the state after it, or the state that refused it (null: no such query). */
@@ -263,7 +266,7 @@ export class QueryState extends DurableObject<Env> {
       return { ok: false, record: failed };
     }
     const limits = record.limits;
-    const started = await this.save({ ...record, status: "running" }, "Running: loading the data.");
+    const started = await this.save({ ...record, status: "running", toLongLane: false }, "Running: loading the data.");
     // The watchdog: a consumer that dies leaves the query running; the alarm fails it.
     await this.ctx.storage.setAlarm(Date.now() + limits.timeLimitMs + WATCHDOG_GRACE_MS);
     await this.slots(record, (slots) => slots.started(record.queryId));
@@ -289,12 +292,25 @@ export class QueryState extends DurableObject<Env> {
     return this.save(record, message);
   }
 
-  /** Puts a running query back in the queue (after a transient error, or for the long lane), saying why. */
+  /** Puts a running query back in the queue after a transient error, saying why, for the retry to claim. */
   async requeue(message: string): Promise<LiveQuery | null> {
     const record = await this.load();
     if (!record || record.status !== "running") return record;
     await this.ctx.storage.setAlarm(Date.now() + QUEUED_CHECK_MS);
     return this.save({ ...record, status: "queued" }, message);
+  }
+
+  /**
+   * Puts a running query back in the queue for the engine's long lane, and
+   * sends it there from the alarm: locally the long lane's queue lives in
+   * its process, which a long statement holds, and the quick lane must not
+   * wait for it.
+   */
+  async toLongLane(message: string): Promise<LiveQuery | null> {
+    const record = await this.load();
+    if (!record || record.status !== "running") return record;
+    await this.ctx.storage.setAlarm(Date.now());
+    return this.save({ ...record, status: "queued", toLongLane: true }, message);
   }
 
   /** Records how a run ended. A query cancelled meanwhile stays cancelled. */
@@ -354,6 +370,20 @@ export class QueryState extends DurableObject<Env> {
   override async alarm(): Promise<void> {
     const record = await this.load();
     if (!record) return;
+    if (record.status === "queued" && record.toLongLane) {
+      try {
+        await this.env.LONG_QUERY_QUEUE.send({ queryId: record.queryId } satisfies QueryMessage);
+      } catch (error) {
+        console.error(JSON.stringify({ queryId: record.queryId, step: "send to the long lane", error: String(error) }));
+        await this.ctx.storage.setAlarm(Date.now() + LONG_LANE_RETRY_MS);
+        return;
+      }
+      // Claimed, cancelled or moved again meanwhile: only a record still waiting to be sent is changed.
+      const now = await this.load();
+      if (now?.status === "queued" && now.toLongLane) await this.ctx.storage.put(KEY, { ...now, toLongLane: false });
+      await this.ctx.storage.setAlarm(Date.now() + QUEUED_CHECK_MS);
+      return;
+    }
     if (record.status === "queued") {
       // Still queued: make sure its owner's share knows it and, if it holds a slot, that it is in the queue.
       await this.slots(record, (slots) => slots.recover(record.queryId));
@@ -379,5 +409,7 @@ const WATCHDOG_GRACE_MS = 8_000;
 const SUBMIT_HOLD_MS = 60_000;
 /** How often a query still queued checks that it is not lost (a request that died between its steps, say). */
 const QUEUED_CHECK_MS = 10 * 60_000;
+/** After a failed send to the long lane, the object tries again this much later. */
+const LONG_LANE_RETRY_MS = 5_000;
 /** After a failed write of its end to D1 (or to the webhook queue), the object tries again this much later. */
 const PUBLISH_RETRY_MS = 30_000;
