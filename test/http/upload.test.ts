@@ -1,5 +1,7 @@
+import { createExecutionContext } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { afterEach, beforeAll, describe, expect, it, vi } from "vitest";
+import { createApp } from "../../src/worker/http/app";
 import { runMaintenance } from "../../src/worker/maintenance/scheduled";
 import { PART_SIZE } from "../../src/worker/storage/r2-writer";
 import {
@@ -550,6 +552,27 @@ describe("POST /v1/data/{AccountName}/{DatasetName}/{DataName}", () => {
     const message = await failedUpload(await uploadRaw(owner.accessToken, `${dataset}/a.csv`, body, contentType), 415);
 
     expect(message).toBe("Send the upload as multipart/form-data with a 'Data' file part.");
+  });
+
+  it("should answer without waiting for the build queue to take the request", async () => {
+    const dataset = await freshDataset();
+    const [account, name] = dataset.split("/") as [string, string];
+    let asked = 0;
+    // As the local build queue does while the long lane's process runs a long statement: no answer for now.
+    const stuck = { send: () => (asked++, new Promise<never>(() => undefined)) } as unknown as Queue;
+    const app = createApp();
+    const changed = { ...env, COLUMN_IMAGES: "build", BUILD_QUEUE: stuck };
+    // The response, not what the request leaves running after it (waitUntil).
+    const answerOnly = async (request: Request) => app.fetch(request, changed, createExecutionContext());
+
+    const answered = await Promise.race([
+      upload(owner.accessToken, `${dataset}/quick.csv`, "n\n1\n", {}, "quick.csv", answerOnly),
+      new Promise<null>((resolve) => setTimeout(() => resolve(null), 5_000)),
+    ]);
+
+    expect(answered?.status).toBe(200);
+    expect(asked).toBe(1);
+    expect(await dataItemRow(account, name, "quick.csv")).not.toBeNull();
   });
 
   it("should answer 500 when the catalog cannot record the upload, and keep nothing of it", async () => {

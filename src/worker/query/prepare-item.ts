@@ -144,9 +144,15 @@ async function prepareColumnImages(env: Env, item: DataItemRecord, memoryBudgetB
  * version, unless COLUMN_IMAGES is off. Never
  * fails the caller, which has already committed the upload: a lost request
  * only means queries read the CSV until the cron asks again (see
- * requestMissingPreparation).
+ * requestMissingPreparation). `later` takes the send to the queue off the
+ * caller's path: locally the build queue lives in the long lane's process,
+ * which a long statement can hold.
  */
-export async function requestPreparation(env: Env, item: { datasetId: string; name: string }): Promise<void> {
+export async function requestPreparation(
+  env: Env,
+  item: { datasetId: string; name: string },
+  later?: (send: Promise<void>) => void,
+): Promise<void> {
   try {
     if (!settings(env).columnImages) return;
     const current = await findDataItem(env.DB, item.datasetId, item.name);
@@ -155,10 +161,19 @@ export async function requestPreparation(env: Env, item: { datasetId: string; na
     // From now on a query that needs the store waits for it rather than trying sql.js first.
     if (getsTableStore(current, message.storeMinRows))
       await recordTableStore(env.DB, message.prepare, JSON.stringify({ state: "building" }), "none");
-    await env.BUILD_QUEUE.send(message);
+    const sent = env.BUILD_QUEUE.send(message).then(
+      () => undefined,
+      (error: unknown) => logRequestError(item, error),
+    );
+    if (later) later(sent);
+    else await sent;
   } catch (error) {
-    console.error(JSON.stringify({ step: "request column images", item, error: String(error) }));
+    logRequestError(item, error);
   }
+}
+
+function logRequestError(item: { datasetId: string; name: string }, error: unknown): void {
+  console.error(JSON.stringify({ step: "request column images", item, error: String(error) }));
 }
 
 /** The cron's part: versions uploaded before `uploadedBefore` that still have no images are asked for again. */

@@ -77,7 +77,7 @@ uploadRoute.post("/data/:AccountName/:DatasetName/:DataName", requireAuth, async
   );
   if (!outcome.ok) throw new ApiError(outcome.status, outcome.message);
   // The query-ready form is built in the background; until it exists, queries read the CSV.
-  await requestPreparation(c.env, { datasetId: dataset.id, name: DataName! });
+  await requestPreparation(c.env, { datasetId: dataset.id, name: DataName! }, (send) => c.executionCtx.waitUntil(send));
   // A delimiter other than the comma is named, so a detected one is seen at once (the schema says it too).
   const delimiter = outcome.delimiter === "," ? "" : ` (delimiter ${JSON.stringify(outcome.delimiter)})`;
   const warnings = outcome.warnings.map((warning) => ` ${warning}`).join("");
