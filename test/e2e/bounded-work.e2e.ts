@@ -184,7 +184,23 @@ describe("bounded work on the local service", () => {
     const started = Date.now();
     const { Data } = await post(bob, "/v1/query", { Sql: sql });
     const run = ended(bob, Data.QueryId as string, (LIMIT_SECONDS + 30) * 1000);
+    await new Promise((resolve) => setTimeout(resolve, 1500));
+    // Another long query leaves the quick lane for the long one, where bob's statement holds the queue.
+    const second = await post(alice, "/v1/query", {
+      Sql: "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 20000000) SELECT count(*) FROM n",
+      Reuse: false,
+    });
+    // And an upload, whose build request goes to the long lane's process too.
+    const form = new FormData();
+    form.append("Data", new Blob(["n\n1\n2\n"]), "small.csv");
+    const uploadStarted = Date.now();
+    const upload = fetch(`${server.url}/v1/data/bounded/d/small-during`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${alice}` },
+      body: form,
+    }).then((response) => ({ status: response.status, ms: Date.now() - uploadStarted }));
     const others = await othersDuring(run, carol);
+    const uploaded = await upload;
     const status = await run;
 
     expect(status).toMatchObject({ Status: "failed" });
@@ -193,5 +209,8 @@ describe("bounded work on the local service", () => {
     expect(others.samples).toBeGreaterThan(5);
     expect(others.openapi).toBeLessThan(1000);
     expect(others.answer).toBeLessThan(1000);
+    expect(uploaded.status).toBe(200);
+    expect(uploaded.ms).toBeLessThan(2000);
+    expect(await ended(alice, second.Data.QueryId as string, 60_000)).toMatchObject({ Status: "succeeded" });
   });
 });
