@@ -179,7 +179,10 @@ async function query(ctx: Context, sql: string, options: QueryCommandOptions): P
   }
   if (format === "table") return printTable(ctx, client, status, options.output, limit);
   await writeResult(client, status, format, options.output);
-  if (options.output) await ctx.note(`Wrote ${status.RowCount ?? "the"} rows (${format}) to ${options.output}.`);
+  if (options.output)
+    await ctx.note(
+      `Wrote ${status.RowCount === null ? "the rows" : rowsOf(status.RowCount)} (${format}) to ${options.output}.`,
+    );
 }
 
 /** The wait is over and the query goes on: says so with its id and how to follow it, then exits with code 5. */
@@ -212,7 +215,7 @@ async function withSpinner(
     });
     const seconds = ((Date.now() - started) / 1000).toFixed(1);
     const reused = status.Reused ? " (reused an identical earlier query's result)" : "";
-    const summary = `Query ${status.QueryId} succeeded: ${status.RowCount ?? "?"} rows, ${bytes(status.Size)} in ${seconds} s${reused}`;
+    const summary = `Query ${status.QueryId} succeeded: ${status.RowCount === null ? "? rows" : rowsOf(status.RowCount)}, ${bytes(status.Size)} in ${seconds} s${reused}`;
     // At a terminal the spinner turns into a green tick; in a log, a plain one.
     if (interactive) spinner.succeed(summary);
     else process.stderr.write(`✔ ${summary}\n`);
@@ -278,7 +281,7 @@ async function printTable(
       `${notes}${left} not shown${all}: show more with --limit N, or save them all with --format csv -o FILE.`,
     );
   } else if (notes) await ctx.note(notes.trimEnd());
-  if (output) await ctx.note(`Wrote ${rows.length} rows (table) to ${output}.`);
+  if (output) await ctx.note(`Wrote ${rowsOf(rows.length)} (table) to ${output}.`);
 }
 
 /** Lines joined into chunks of about 64 kB, so that neither a write per line nor one huge string is needed. */
@@ -356,4 +359,9 @@ function describeDelivery(last: WebhookDelivery | null): string {
   if (last.Delivered) return `delivered at ${last.At} (attempt ${last.Attempt}, ${answer})`;
   const next = last.NextAttemptAt ? `; next attempt at ${last.NextAttemptAt}` : "; given up";
   return `attempt ${last.Attempt} failed at ${last.At}: ${last.Error ?? answer}${next}`;
+}
+
+/** "1 row", "3 rows". */
+function rowsOf(n: number): string {
+  return `${n} ${n === 1 ? "row" : "rows"}`;
 }

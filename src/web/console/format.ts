@@ -45,5 +45,15 @@ function queryDuration(status: {
  * answered from an identical earlier query's kept result (its times say 0 ms).
  */
 export function queryTiming(status: Parameters<typeof queryDuration>[0] & { Reused: boolean }): string {
-  return status.Reused ? "reused" : formatDuration(queryDuration(status));
+  if (status.Reused) return "reused";
+  const t = status.Timings;
+  // A query that waited its turn (behind the owner's other queries, say) says so apart from its own run.
+  if (t && t.QueueWaitMs >= 1000)
+    return `${formatDuration(t.LoadMs + t.ExecuteMs + t.WriteMs)} (after ${formatDuration(t.QueueWaitMs)} in the queue)`;
+  return formatDuration(queryDuration(status));
+}
+
+/** `n` things, in the singular for one: "1 row", "2,000 rows". */
+export function countOf(n: number, thing: string): string {
+  return `${formatCount(n)} ${thing}${n === 1 ? "" : "s"}`;
 }

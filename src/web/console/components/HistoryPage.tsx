@@ -1,7 +1,7 @@
 import { useEffect, useState } from "preact/hooks";
 import { api, ok, type QueryStatus } from "../api";
 import { editorState, openInEditor } from "../editor-store";
-import { formatBytes, formatCount, formatTime, queryTiming } from "../format";
+import { countOf, formatBytes, formatCount, formatTime, queryTiming } from "../format";
 import { navigate } from "../route";
 import { FINISHED } from "../query-runner";
 import { Empty, messageOf, Notice, PageTitle, Spinner } from "./ui";
@@ -58,7 +58,7 @@ export function HistoryPage() {
                 )}
                 {query.Status === "succeeded" && (
                   <span>
-                    {formatCount(query.RowCount ?? 0)} rows · {formatBytes(query.Size)}
+                    {countOf(query.RowCount ?? 0, "row")} · {formatBytes(query.Size)}
                   </span>
                 )}
                 {query.Status === "failed" && <span class="failure">{query.Message}</span>}

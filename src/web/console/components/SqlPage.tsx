@@ -3,7 +3,7 @@ import { useEffect, useRef, useState } from "preact/hooks";
 import type { QueryStatus } from "../api";
 import { completionSchema } from "../catalog-names";
 import { editorState, keepEditorText, restoreEditorText } from "../editor-store";
-import { formatBytes, formatCount, queryTiming } from "../format";
+import { countOf, formatBytes, formatCount, queryTiming } from "../format";
 import { cancelQuery, FINISHED, followQuery, queryStatus, sortedSql, submitQueryId } from "../query-runner";
 import { loadResult, type ResultData } from "../results";
 import { useSession } from "./App";
@@ -215,7 +215,7 @@ function QueryState(props: { status: QueryStatus | null; loadingRows: boolean })
         break;
       }
       case "succeeded":
-        text = `${status.Reused ? "Succeeded · reused the result of an identical earlier query on the same data" : `Succeeded in ${queryTiming(status)}`} · ${formatCount(status.RowCount ?? 0)} rows · ${formatBytes(status.Size)}`;
+        text = `${status.Reused ? "Succeeded · reused the result of an identical earlier query on the same data" : `Succeeded in ${queryTiming(status)}`} · ${countOf(status.RowCount ?? 0, "row")} · ${formatBytes(status.Size)}`;
         break;
       case "failed":
         text = "Failed";
