@@ -1,8 +1,8 @@
 import { readFile } from "node:fs/promises";
-import type { Browser, Dialog, Page } from "playwright-core";
+import type { Browser, Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { hasChromium, launchBrowser, signInOnPage } from "./support/browser";
-import { chooseFiles, dropFiles, person, type Person } from "./support/console";
+import { chooseFiles, confirming, dropFiles, person, type Person } from "./support/console";
 import { startWranglerDev, type DevServer } from "./support/wrangler-dev";
 
 // CI installs Chromium; anywhere else without it the browser test is skipped, never silently in CI.
@@ -45,22 +45,6 @@ function consoleErrors(page: Page): string[] {
 /** The upload box's entry for one file. */
 const entry = (who: Person, file: { name: string }) =>
   who.page.getByRole("form", { name: new RegExp(`^${file.name}, `) });
-
-/** Accepts every confirm() the page asks while `act` runs; the questions asked. */
-async function confirming(who: Person, act: () => Promise<void>): Promise<string[]> {
-  const asked: string[] = [];
-  const accept = (dialog: Dialog) => {
-    asked.push(dialog.message());
-    void dialog.accept();
-  };
-  who.page.on("dialog", accept);
-  try {
-    await act();
-  } finally {
-    who.page.off("dialog", accept);
-  }
-  return asked;
-}
 
 /** Empties the editor and writes SQL into it at once, as a paste does. */
 async function pasteSql(who: Person, sql: string): Promise<void> {

@@ -1,8 +1,8 @@
 import { readFile } from "node:fs/promises";
-import type { Browser, Dialog } from "playwright-core";
+import type { Browser } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { hasChromium, launchBrowser } from "./support/browser";
-import { acceptCompletion, checkStep, person, shot, signIn, typeSql, type Person } from "./support/console";
+import { acceptCompletion, checkStep, confirming, person, shot, signIn, typeSql, type Person } from "./support/console";
 import { startWranglerDev, type DevServer } from "./support/wrangler-dev";
 
 // CI installs Chromium; anywhere else without it the browser test is skipped, never silently in CI.
@@ -81,22 +81,6 @@ async function dropFile(who: Person, name: string, text: string): Promise<void> 
   await who.page.locator(".dropzone.dragging").waitFor();
   await dropzone.dispatchEvent("drop", { dataTransfer });
   await dataTransfer.dispose();
-}
-
-/** Accepts every confirm() the page asks while `act` runs; the questions asked. */
-async function confirming(who: Person, act: () => Promise<void>): Promise<string[]> {
-  const asked: string[] = [];
-  const accept = (dialog: Dialog) => {
-    asked.push(dialog.message());
-    void dialog.accept();
-  };
-  who.page.on("dialog", accept);
-  try {
-    await act();
-  } finally {
-    who.page.off("dialog", accept);
-  }
-  return asked;
 }
 
 async function createDataset(who: Person, name: string): Promise<void> {

@@ -1,7 +1,7 @@
 import { readFileSync } from "node:fs";
 import { mkdirSync } from "node:fs";
 import { join, resolve } from "node:path";
-import type { Browser, BrowserContext, Page } from "playwright-core";
+import type { Browser, BrowserContext, Dialog, Page } from "playwright-core";
 import { expect } from "vitest";
 import { signInOnPage } from "./browser";
 
@@ -132,4 +132,20 @@ export async function dropFiles(page: Page, files: TestFile[]): Promise<void> {
   await page.locator(".dropzone.dragging").waitFor();
   await dropzone.dispatchEvent("drop", { dataTransfer });
   await dataTransfer.dispose();
+}
+
+/** Accepts every confirm() the page asks while `act` runs; the questions asked. */
+export async function confirming(who: Person, act: () => Promise<void>): Promise<string[]> {
+  const asked: string[] = [];
+  const accept = (dialog: Dialog) => {
+    asked.push(dialog.message());
+    void dialog.accept();
+  };
+  who.page.on("dialog", accept);
+  try {
+    await act();
+  } finally {
+    who.page.off("dialog", accept);
+  }
+  return asked;
 }

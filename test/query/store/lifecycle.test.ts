@@ -308,7 +308,8 @@ describe("building a table store", () => {
     expect(run.csv).toBe(TOTALS);
   });
 
-  it("should have a query wait while the store is built when it would not fit sql.js, then run in the store", async () => {
+  /** A new item whose store is not built yet, and a query on it queued with settings that make it wait for the store. */
+  async function queuedForUnbuiltStore(): Promise<{ item: Item; limits: Partial<Env>; queryId: string }> {
     const item = await newItem();
     // The used columns' estimate (16 bytes a row at least) is over the load limit: the planner waits for the store.
     const limits: Partial<Env> = { QUERY_MAX_LOAD_BYTES: "100" };
@@ -317,6 +318,11 @@ describe("building a table store", () => {
       `SELECT count(*), sum(amount) FROM ${item.table}`,
       serviceWith(new TestQueue(), limits),
     );
+    return { item, limits, queryId };
+  }
+
+  it("should have a query wait while the store is built when it would not fit sql.js, then run in the store", async () => {
+    const { item, limits, queryId } = await queuedForUnbuiltStore();
     const running = consume([queryId], limits);
 
     const waiting = await eventually(
@@ -336,13 +342,7 @@ describe("building a table store", () => {
   });
 
   it("should hand the wait for a store being built from the quick lane to the long lane, where it waits and runs", async () => {
-    const item = await newItem();
-    const limits: Partial<Env> = { QUERY_MAX_LOAD_BYTES: "100" };
-    const queryId = await submitOk(
-      owner.accessToken,
-      `SELECT count(*), sum(amount) FROM ${item.table}`,
-      serviceWith(new TestQueue(), limits),
-    );
+    const { item, limits, queryId } = await queuedForUnbuiltStore();
     const moves: string[] = [];
     const recording = stateWith("toLongLane", (real) => async (message: string) => {
       moves.push(message);
