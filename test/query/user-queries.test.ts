@@ -90,6 +90,18 @@ describe("fair sharing of the engine", () => {
     expect((await statusVia(user.accessToken, ids[0]!)).Message).toBe("Queued; waiting for a worker to run it.");
   });
 
+  it("should say which cancelled query still holds a slot the waiting one needs, until its statement stops", async () => {
+    const ids = await submitMany(3);
+    // Both admitted queries are running; the first is cancelled, and keeps its slot until the engine lets it go.
+    await stateOf(ids[0]!).claim();
+    await stateOf(ids[1]!).claim();
+    expect((await cancelQuery(user.accessToken, ids[0]!)).status).toBe(200);
+
+    expect((await statusVia(user.accessToken, ids[2]!)).Message).toBe(
+      `Queued: waiting for its turn; 2 of your queries run at once (QUERY_MAX_RUNNING_PER_USER), and it is next. Your cancelled query ${ids[0]} holds a slot until its statement stops (at its next row, or at the time limit: QUERY_TIME_LIMIT_SECONDS).`,
+    );
+  });
+
   it("should refuse a submit beyond QUERY_MAX_QUEUED_PER_USER with 429 and Retry-After, keeping nothing of it", async () => {
     await submitMany(5);
 

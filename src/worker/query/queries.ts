@@ -305,10 +305,24 @@ export async function withTurn(env: Env, record: QueryRecord, share: FairShare):
     };
   }
   const before = ahead === 0 ? "it is next" : `${ahead} of yours wait before it`;
+  const stopping = await cancelledButRunning(env, turn.running);
+  // A cancel takes effect at the statement's next row; one that returns none holds its slot until the time limit.
+  const held =
+    stopping.length === 0
+      ? ""
+      : stopping.length === 1
+        ? ` Your cancelled query ${stopping[0]} holds a slot until its statement stops (at its next row, or at the time limit: QUERY_TIME_LIMIT_SECONDS).`
+        : ` Your cancelled queries ${stopping.join(", ")} hold slots until their statements stop (at their next row, or at the time limit: QUERY_TIME_LIMIT_SECONDS).`;
   return {
     ...record,
-    message: `Queued: waiting for its turn; ${share.maxRunning} of your queries ${share.maxRunning === 1 ? "runs" : "run"} at once (QUERY_MAX_RUNNING_PER_USER), and ${before}.`,
+    message: `Queued: waiting for its turn; ${share.maxRunning} of your queries ${share.maxRunning === 1 ? "runs" : "run"} at once (QUERY_MAX_RUNNING_PER_USER), and ${before}.${held}`,
   };
+}
+
+/** Which of `queryIds` (at most a user's running share) were cancelled but have not let their slot go yet. */
+async function cancelledButRunning(env: Env, queryIds: string[]): Promise<string[]> {
+  const states = await Promise.all(queryIds.map((queryId) => queryStub(env, queryId).get()));
+  return queryIds.filter((_, i) => states[i]?.status === "cancelled");
 }
 
 /** The caller's own query's row, or null: someone else's query answers exactly like a missing one. */

@@ -24,6 +24,8 @@ export type EnterResult = { ok: true; admitted: boolean; ahead: number } | { ok:
 export interface Turn {
   ahead: number;
   coolDownUntil: number | null;
+  /** The queries holding the owner's slots now. */
+  running: string[];
 }
 
 /** How a query ended, as far as its owner's share cares. */
@@ -89,7 +91,11 @@ export class UserQueries extends DurableObject<Env> {
     const slots = (await this.ctx.storage.get<Slots>(KEY)) ?? null;
     const index = slots?.waiting.indexOf(queryId) ?? -1;
     if (!slots || index < 0) return null;
-    return { ahead: index, coolDownUntil: coolingDown(slots) ? slots.coolDown!.until : null };
+    return {
+      ahead: index,
+      coolDownUntil: coolingDown(slots) ? slots.coolDown!.until : null,
+      running: slots.admitted.map((slot) => slot.queryId),
+    };
   }
 
   /**
