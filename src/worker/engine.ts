@@ -12,6 +12,8 @@ const LIVE_QUEUES: ReadonlySet<string> = new Set([QUEUES.queries, QUEUES.queries
  * shows at once.
  */
 export default {
+  // No HTTP interface; an answer (rather than workerd's error for a missing handler) keeps probes quiet.
+  fetch: () => new Response("The dqs engine has no HTTP interface; the API is the dqs Worker.", { status: 404 }),
   queue: (batch, env) => {
     const retrying = withStorageRetries(env);
     if (DEAD_LETTER_QUEUES.has(batch.queue)) return consumeDeadQueries(batch, retrying);

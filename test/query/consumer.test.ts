@@ -381,6 +381,13 @@ describe("the Worker's queue handler", () => {
 });
 
 describe("the engine Worker's queue handler", () => {
+  it("should answer HTTP with a 404 that points to the API Worker", async () => {
+    const response = await worker.fetch();
+
+    expect(response.status).toBe(404);
+    expect(await response.text()).toMatch(/no HTTP interface; the API is the dqs Worker/);
+  });
+
   it("should refuse a batch from a queue it does not consume, naming it", async () => {
     const batch = createMessageBatch<QueryMessage>("dqs-queries-typo", []);
 
