@@ -105,7 +105,9 @@ describe("GET /v1/auth/callback", () => {
       expect(page.headers.get("content-type")).toMatch(/^text\/html/);
       const text = await page.text();
       expect(text).toContain("This login has ended");
-      expect(text).toContain('<a href="/v1/auth">Sign in again</a>');
+      // A console sign-in ended so (Back after signing in) goes to the console; an API login signs in again.
+      expect(text).toContain('<a class="button" href="/console/">Open the console</a>');
+      expect(text).toContain('<a class="button secondary" href="/v1/auth">Sign in again for API tokens</a>');
     }
   });
 

@@ -89,7 +89,13 @@ export function loginEndedPage() {
         Its tokens were shown once, on the page after you signed in, and are not shown again (or the login expired, or
         it was started in another browser).
       </p>
-      <p>If you still have the refresh token, renew with <code>POST /v1/auth/token</code>. Otherwise:</p>
-      <p><a href="/v1/auth">Sign in again</a> to get new tokens.</p>`,
+      <p>
+        Signing in to the console? Open it again: it starts a new sign-in if needed. For API tokens: if you still have
+        the refresh token, renew with <code>POST /v1/auth/token</code>; otherwise sign in again.
+      </p>
+      <p class="actions">
+        <a class="button" href="/console/">Open the console</a>
+        <a class="button secondary" href="/v1/auth">Sign in again for API tokens</a>
+      </p>`,
   );
 }
