@@ -1,13 +1,13 @@
-import { createExecutionContext, createMessageBatch, getQueueResult } from "cloudflare:test";
+import { createExecutionContext, createMessageBatch, getQueueResult, runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { afterEach, beforeAll, beforeEach, describe, expect, it, vi, type MockInstance } from "vitest";
 import worker from "../../src/worker/engine";
-import type { QueryMessage } from "../../src/worker/query/queries";
+import { userQueriesStub, type QueryMessage } from "../../src/worker/query/queries";
 import type { RunOutcome } from "../../src/worker/query/query-record";
 import type { QueryState } from "../../src/worker/query/query-state";
 import { resultIndexKey, resultObjectKey } from "../../src/worker/storage/keys";
 import { readEnvelope } from "../support/http";
-import { login, type LoggedIn } from "../support/login";
+import { login, userIdOf, type LoggedIn } from "../support/login";
 import {
   bareName,
   cancelQuery,
@@ -272,6 +272,30 @@ describe("the quick lane", () => {
     expect(outcomeOf(long)).toEqual({ acked: 1, retried: [] });
     expect(await statusOf(user.accessToken, queryId)).toMatchObject({ Status: "succeeded", RowCount: 1 });
     expect(await resultText(user.accessToken, queryId)).toBe("n\n4000000\n");
+  });
+
+  it("should let the slot go of a query cancelled just as it would move, and move nothing", async () => {
+    const queryId = await queued(LONG_SQL);
+    // The owner cancels while the run is past its share: the move finds the query cancelled.
+    const cancelledFirst = stateWith("toLongLane", (real) => async (message: string) => {
+      await real.cancel();
+      return real.toLongLane(message);
+    });
+    const owner = userQueriesStub(env, await userIdOf(user));
+    const slotHeld = () =>
+      runInDurableObject(owner, async (_instance, state) =>
+        ((await state.storage.get<{ admitted: { queryId: string }[] }>("slots"))?.admitted ?? []).some(
+          (slot) => slot.queryId === queryId,
+        ),
+      );
+    const heldBefore = await slotHeld();
+
+    const result = await consume([queryId], { QUERY_STATE: cancelledFirst }, { quickLane: true });
+
+    expect(outcomeOf(result)).toEqual({ acked: 1, retried: [] });
+    expect(heldBefore).toBe(true);
+    expect(await slotHeld()).toBe(false);
+    expect(await recordOf(queryId)).toMatchObject({ status: "cancelled" });
   });
 
   it("should retry in the quick lane when the query's object cannot take the move", async () => {

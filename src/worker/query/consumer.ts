@@ -97,7 +97,11 @@ async function moveToLongLane(
   why: LongWork,
 ): Promise<void> {
   try {
-    await stub.toLongLane(`Queued: in the lane for long queries (${why.message}); it runs from the start there.`);
+    const moved = await stub.toLongLane(
+      `Queued: in the lane for long queries (${why.message}); it runs from the start there.`,
+    );
+    // Cancelled (or ended by the watchdog) while it ran: nothing moves, and the slot it held is let go.
+    if (moved && FINISHED.has(moved.status)) await stub.release();
     message.ack();
   } catch (error) {
     logError(message.body.queryId, "move to the long lane", error);
