@@ -110,6 +110,24 @@ describe("estimating a statement's work from samples", () => {
     expect(estimate!.steps).toBeGreaterThan(1e10);
   });
 
+  it("should stop between sample runs when asked to (the quick lane's share spent), after the runs before", async () => {
+    const instance = await sqliteInstanceFor(256 * 1024 * 1024);
+    let asked = 0;
+    const spent = new Error("the query needs more than 500 ms of work");
+
+    const stopped = estimateWork(
+      instance,
+      [TABLE],
+      [ROWS],
+      [sampleOf(FULL, SAMPLE_ROWS)],
+      { sql: "SELECT grp, sum(amount) FROM t0 GROUP BY grp", values: [] },
+      () => (++asked === 3 ? spent : null),
+    );
+
+    await expect(stopped).rejects.toBe(spent);
+    expect(asked).toBe(3);
+  });
+
   it("should give no estimate when a table has rows but no sample", async () => {
     const instance = await sqliteInstanceFor(256 * 1024 * 1024);
 

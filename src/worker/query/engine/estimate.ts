@@ -46,6 +46,8 @@ export async function estimateWork(
   rowCounts: number[],
   samples: SampleRows[],
   statement: { sql: string; values: BoundValue[] },
+  /** Asked between sample runs: an error to stop with (the quick lane's share spent), or null to go on. */
+  stopBetweenRuns: () => Error | null = () => null,
 ): Promise<WorkEstimate | null> {
   // A table with rows but no sample (a store not built yet, say) leaves nothing to extrapolate from.
   if (rowCounts.some((rows, i) => rows > 0 && samples[i]!.length === 0)) return null;
@@ -59,6 +61,8 @@ export async function estimateWork(
   let overAt: number | null = null;
   for (const fraction of fractions) {
     await new Promise((resolve) => setTimeout(resolve, 0));
+    const stop = stopBetweenRuns();
+    if (stop) throw stop;
     const counts = rowCounts.map((rows) => Math.min(rows, Math.max(1, Math.round(fraction * rows))));
     const steps = runOnSample(instance, tables, samples, counts, statement);
     if (steps === "failed") return null;

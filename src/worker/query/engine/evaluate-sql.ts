@@ -458,7 +458,10 @@ async function runInStore(run: Run, host: number): Promise<PhaseOutcome> {
   await io.control.progress(
     `Running: estimating the work in the table store of ${nameOf(resolved.references[host]!)}.`,
   );
-  const estimate = await estimateSeconds(run.instance, resolved, host, io.source.sample.bind(io.source));
+  // In the quick lane, an estimate that itself takes long (many steps on the samples) moves the query on.
+  const estimate = await estimateSeconds(run.instance, resolved, host, io.source.sample.bind(io.source), () =>
+    run.guard.pastQuickLane(),
+  );
   if (estimate && pastTimeLimit(estimate, limits))
     return { ok: false, cancelled: false, message: overEstimate(estimate, limits, nameOf(resolved.references[host]!)) };
   // The quick lane waits on the store as on nothing else: work it cannot foresee as short goes to the long lane.
@@ -542,6 +545,7 @@ export async function estimateSeconds(
   resolved: Pick<Resolved, "references" | "items" | "used" | "bound">,
   host: number | null,
   sample: QuerySource["sample"],
+  stopBetweenRuns?: () => Error | null,
 ): Promise<RunEstimate | null> {
   const samples = await Promise.all(
     resolved.items.map((item, i) =>
@@ -554,7 +558,7 @@ export async function estimateSeconds(
     columns: resolved.used[i]!,
   }));
   const rows = resolved.items.map((item, i) => Math.max(item.rows, samples[i]!.length));
-  const work = await estimateWork(instance, tables, rows, samples, resolved.bound);
+  const work = await estimateWork(instance, tables, rows, samples, resolved.bound, stopBetweenRuns);
   if (!work) return null;
   const loading = resolved.items.reduce(
     (sum, item, i) =>
