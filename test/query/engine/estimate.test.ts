@@ -155,6 +155,25 @@ describe("estimating a statement's work from samples", () => {
     expect(asked).toBe(3);
   });
 
+  it("should stop inside a long sample run when asked to, at once", async () => {
+    const instance = await sqliteInstanceFor(256 * 1024 * 1024);
+    const spent = new Error("the query needs more than 500 ms of work");
+    let asked = 0;
+
+    const stopped = estimateWork(
+      instance,
+      [TABLE],
+      [ROWS],
+      [sampleOf(FULL, SAMPLE_ROWS)],
+      // Without a key every sample run reaches its budget of work: asked within the first run that is long.
+      { sql: "SELECT count(*) FROM t0 a JOIN t0 b ON a.amount <> b.amount", values: [] },
+      () => (++asked > 5 ? spent : null),
+    );
+
+    await expect(stopped).rejects.toBe(spent);
+    expect(asked).toBe(6);
+  });
+
   it("should give no estimate when a table has rows but no sample", async () => {
     const instance = await sqliteInstanceFor(256 * 1024 * 1024);
 

@@ -23,6 +23,8 @@ const MIN_FIT_ROWS = 64;
 const MAX_EXPONENT = 6;
 /** Steps are counted this finely on samples, where a whole run may take a few thousand and the fit needs them close. */
 export const COUNT_EVERY_STEPS = 100;
+/** How often within a sample run the caller is asked whether to stop (a clock reading: not every count). */
+const STOP_CHECK_STEPS = 1_000_000;
 
 /** What a run's work would be at the tables' full sizes, in SQLite virtual-machine steps. */
 export type WorkEstimate =
@@ -46,7 +48,7 @@ export async function estimateWork(
   rowCounts: number[],
   samples: SampleRows[],
   statement: { sql: string; values: BoundValue[] },
-  /** Asked between sample runs: an error to stop with (the quick lane's share spent), or null to go on. */
+  /** Asked between sample runs and within them: an error to stop with (the quick lane's share spent), or null. */
   stopBetweenRuns: () => Error | null = () => null,
 ): Promise<WorkEstimate | null> {
   // A table with rows but no sample (a store not built yet, say) leaves nothing to extrapolate from.
@@ -64,7 +66,8 @@ export async function estimateWork(
     const stop = stopBetweenRuns();
     if (stop) throw stop;
     const counts = rowCounts.map((rows) => Math.min(rows, Math.max(1, Math.round(fraction * rows))));
-    const steps = runOnSample(instance, tables, samples, counts, statement);
+    const steps = runOnSample(instance, tables, samples, counts, statement, stopBetweenRuns);
+    if (typeof steps === "object") throw steps;
     if (steps === "failed") return null;
     if (steps === "over") {
       overAt = fraction;
@@ -103,13 +106,19 @@ function runOnSample(
   samples: SampleRows[],
   counts: number[],
   statement: { sql: string; values: BoundValue[] },
-): number | "over" | "failed" {
+  stop: () => Error | null,
+): number | "over" | "failed" | Error {
   const db: Database = new instance.sql.Database();
   let steps = 0;
+  let stopped: Error | null = null;
   const unguard = guardStatements(instance, db, {
     maxValueBytes: MAX_VALUE_BYTES,
     everySteps: COUNT_EVERY_STEPS,
-    onProgress: () => (steps += COUNT_EVERY_STEPS) > STEPS_PER_SAMPLE_RUN,
+    onProgress: () => {
+      steps += COUNT_EVERY_STEPS;
+      if (steps % STOP_CHECK_STEPS === 0) stopped ??= stop();
+      return stopped !== null || steps > STEPS_PER_SAMPLE_RUN;
+    },
   });
   let prepared: Statement | null = null;
   try {
@@ -132,11 +141,12 @@ function runOnSample(
     prepared = db.prepare(statement.sql);
     if (statement.values.length > 0) prepared.bind(statement.values);
     while (prepared.step()) {
+      if (stopped) return stopped;
       if (steps > STEPS_PER_SAMPLE_RUN) return "over";
     }
-    return steps;
+    return stopped ?? steps;
   } catch {
-    return steps > STEPS_PER_SAMPLE_RUN ? "over" : "failed";
+    return stopped ?? (steps > STEPS_PER_SAMPLE_RUN ? "over" : "failed");
   } finally {
     prepared?.free();
     unguard();
