@@ -48,7 +48,8 @@ async function run(sql: string, seconds = 60): Promise<{ status: Record<string, 
 }
 
 beforeAll(async () => {
-  server = await startWranglerDev({ QUERY_TIME_LIMIT_SECONDS: "2" });
+  // The overrun below cools its user down (test/query/overrun-cool-down.test.ts); briefly, so the next tests run.
+  server = await startWranglerDev({ QUERY_TIME_LIMIT_SECONDS: "2", QUERY_OVERRUN_COOLDOWN_SECONDS: "1" });
   token = (await httpLogin(server.url, ACCOUNT)).accessToken;
   expect((await api(`/v1/dataset/${ACCOUNT}/d`, { method: "PUT" })).status).toBe(201);
 }, 180_000);
